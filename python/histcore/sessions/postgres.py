@@ -1,0 +1,738 @@
+"""``PostgresSession``: conversation history in a PostgreSQL database shared by many workers.
+
+Needs the ``postgres`` extra (psycopg 3 and psycopg-pool). Sessions built from the same
+DSN in one event loop share one connection pool (``shared_pool``); ``close_pools()``
+closes them. Layout, created on first use (names configurable)::
+
+    agent_sessions(session_id TEXT PRIMARY KEY, created_at, updated_at, generation BIGINT)
+    agent_messages(id BIGINT IDENTITY PRIMARY KEY, session_id -> agent_sessions ON DELETE
+                   CASCADE, message_data JSONB, message_text TEXT NOT NULL, created_at),
+                   indexed on (session_id, id)
+
+``message_text`` is the item's stored JSON text (the same encoding as the SQLite
+session), read back exactly; ``message_data`` is a ``jsonb`` copy for queries, NULL for
+the few items jsonb cannot hold (NaN/Infinity, ``\\u0000``, lone surrogates).
+
+Order and concurrency
+---------------------
+Every write first locks its session's ``agent_sessions`` row, inside the transaction.
+Writers of one session therefore take turns, and ids within a session are handed out in
+commit order: a row committed after a reader's snapshot always has a larger id than
+every row that reader saw. Batches of concurrent writers never interleave, each
+writer's batches keep their order, and "rows with id > the last id I read" is exactly
+what a reader has not seen yet.
+
+Incremental reads
+-----------------
+As in the SQLite session, a session keeps the decoded items it has read (ids up to
+``last_id``) and later fetches only rows with larger ids. Removals (``pop_item``,
+``clear_session``) by anyone change the session row's ``generation`` (to the removing
+transaction's id, or the row disappears), and every read checks it in the same
+statement that fetches rows, so a cache that no longer matches the table is rebuilt.
+Not detected: rows deleted or rewritten by hand with plain SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import re
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+try:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "PostgresSession needs psycopg 3 and psycopg-pool: pip install 'histcore[postgres]'"
+    ) from exc
+
+import orjson
+
+from ..exceptions import SessionClosedError, SessionError
+from ..items import deep_copy_items
+from ._codec import decode_row, decode_rows, encode_items
+from ._gc import collector_paused
+from .base import InputItem, SessionABC, SessionSettings, check_limit, resolve_limit
+from .memory import items_argument
+
+__all__ = ["PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
+
+logger = logging.getLogger("histcore.sessions")
+
+_T = TypeVar("_T")
+Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
+
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
+_BEFORE_ALL = -(2**63)
+_AFTER_ALL = 2**63 - 1
+# Smallest window when reading the latest rows with a limit.
+_MIN_WINDOW = 16
+_FETCH_CHUNK = 4096
+# A read retries when removals by others keep changing the history under it.
+_MAX_READ_ATTEMPTS = 10
+# Key of the advisory lock that serialises schema creation across processes.
+_SCHEMA_LOCK = 0x68697374636F7265  # "histcore"
+
+
+# --- connection pools -------------------------------------------------------------------
+
+
+def describe_dsn(dsn: str) -> str:
+    """``user@host:port/dbname`` of a DSN, for messages: never the password."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "<unparsable DSN>"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = parts.get("host") or parts.get("hostaddr") or "localhost"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{user}{host}{port}/{parts.get('dbname') or ''}"
+
+
+@dataclass
+class _LoopPools:
+    """The shared pools of one event loop (a pool cannot be used from another loop)."""
+
+    loop: weakref.ref[asyncio.AbstractEventLoop]
+    opening: dict[str, asyncio.Task[Pool]] = field(default_factory=dict)
+
+
+_pools: dict[int, _LoopPools] = {}
+
+
+def _pools_of_running_loop() -> _LoopPools:
+    loop = asyncio.get_running_loop()
+    for key, entry in list(_pools.items()):
+        alive = entry.loop()
+        if alive is None or alive.is_closed():
+            del _pools[key]  # its loop is gone, and so is every use of its pools
+    found = _pools.get(id(loop))
+    if found is None or found.loop() is not loop:
+        found = _pools[id(loop)] = _LoopPools(weakref.ref(loop))
+    return found
+
+
+async def _open_pool(dsn: str, max_size: int, timeout: float) -> Pool:
+    pool: Pool = AsyncConnectionPool(
+        dsn,
+        kwargs={"autocommit": True},
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        # Checked at checkout: after a server restart or a killed backend the pool hands
+        # out a fresh connection instead of a dead one.
+        check=AsyncConnectionPool.check_connection,
+        timeout=timeout,
+        name=f"histcore {describe_dsn(dsn)}",
+    )
+    try:
+        await pool.open(wait=True, timeout=timeout)
+    except BaseException as exc:
+        await pool.close()
+        if isinstance(exc, (PoolTimeout, psycopg.Error)):
+            raise SessionError(
+                f"cannot connect to PostgreSQL at {describe_dsn(dsn)} within {timeout:g}s: {exc}"
+            ) from exc
+        raise
+    return pool
+
+
+async def shared_pool(dsn: str, *, max_size: int = 10, timeout: float = 30.0) -> Pool:
+    """The connection pool for ``dsn`` shared by everything in the running event loop.
+
+    Opened on first use with ``max_size`` connections at most (later calls get the
+    same pool, whatever they pass). ``close_pools()`` closes it.
+    """
+    if not isinstance(dsn, str) or not dsn:
+        raise TypeError(f"dsn must be a non-empty str, not {dsn!r}")
+    pools = _pools_of_running_loop()
+    task = pools.opening.get(dsn)
+    if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+        task = asyncio.ensure_future(_open_pool(dsn, max_size, timeout))
+        pools.opening[dsn] = task
+    pool = await asyncio.shield(task)
+    if pool.closed:  # closed by its owner meanwhile: open a new one
+        del pools.opening[dsn]
+        return await shared_pool(dsn, max_size=max_size, timeout=timeout)
+    return pool
+
+
+async def close_pools() -> None:
+    """Close every shared pool of the running event loop (sessions reopen them on use)."""
+    pools = _pools_of_running_loop()
+    tasks = list(pools.opening.values())
+    pools.opening.clear()
+    for task in tasks:
+        try:
+            pool = await task
+        except Exception:  # it never opened: nothing to close
+            continue
+        await pool.close()
+
+
+# --- schema ---------------------------------------------------------------------------
+
+_ensured: weakref.WeakKeyDictionary[Pool, set[tuple[str, ...]]] = weakref.WeakKeyDictionary()
+
+
+def _check_table_name(name: object, argument: str) -> str:
+    if not isinstance(name, str) or not _TABLE_NAME.match(name):
+        raise ValueError(f"{argument} must be a plain SQL identifier, got {name!r}")
+    return name
+
+
+def _schema_statements(sessions: str, messages: str) -> list[str]:
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {sessions} (
+            session_id TEXT PRIMARY KEY,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            generation BIGINT NOT NULL DEFAULT txid_current()
+        )""",
+        f"""CREATE TABLE IF NOT EXISTS {messages} (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id TEXT NOT NULL
+                REFERENCES {sessions} (session_id) ON DELETE CASCADE,
+            message_data JSONB,
+            message_text TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )""",
+        f"CREATE INDEX IF NOT EXISTS idx_{messages}_session_id ON {messages} (session_id, id)",
+    ]
+
+
+async def _layout_problems(
+    conn: psycopg.AsyncConnection[Any],
+    required: dict[str, dict[str, str]],
+    indexes: Sequence[str],
+) -> list[str]:
+    """What is missing: tables without the named columns of the named types, and
+    indexes that do not exist."""
+    problems = []
+    for table, wanted in required.items():
+        cursor = await conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
+            (table,),
+        )
+        have = {str(name): str(kind) for name, kind in await cursor.fetchall()}
+        if not have:
+            problems.append(f"table {table} does not exist")
+            continue
+        wrong = [f"{name} {kind}" for name, kind in wanted.items() if have.get(name) != kind]
+        if wrong:
+            problems.append(
+                f"table {table} exists but lacks column(s) {', '.join(wrong)}: it was not "
+                "created by histcore; choose other table names"
+            )
+    for index in indexes:
+        cursor = await conn.execute("SELECT to_regclass(%s)", (index,))
+        found = await cursor.fetchone()
+        if found is None or found[0] is None:
+            problems.append(f"index {index} does not exist")
+    return problems
+
+
+async def ensure_tables(
+    pool: Pool,
+    statements: Sequence[str],
+    required: dict[str, dict[str, str]],
+    indexes: Sequence[str] = (),
+) -> None:
+    """Make sure the tables in ``required`` exist with the named columns of the named
+    types (and ``indexes`` exist), once per pool: when something is missing, run the
+    ``CREATE ... IF NOT EXISTS`` statements and check again. A table of another
+    layout is a clear SessionError, never altered. Existing tables are used without
+    any DDL, so a role without CREATE privilege works on tables made for it."""
+    key = tuple(statements)
+    done = _ensured.setdefault(pool, set())
+    if key in done:
+        return
+    async with pool.connection() as conn:
+        if await _layout_problems(conn, required, indexes):
+            async with conn.transaction():
+                # Concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalogs.
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in statements:
+                    await conn.execute(statement)
+            problems = await _layout_problems(conn, required, indexes)
+            if problems:
+                raise SessionError("; ".join(problems))
+    done.add(key)
+
+
+# --- items <-> rows ---------------------------------------------------------------------
+
+
+def _fits_jsonb(text: str) -> bool:
+    """Whether PostgreSQL's jsonb accepts this JSON text: the codec may write what JSON
+    allows or Python writes but jsonb refuses (``\\u0000``, lone surrogate escapes,
+    bare NaN/Infinity tokens)."""
+    if "\\u" not in text and "NaN" not in text and "Infinity" not in text:
+        return True  # the usual case, decided by three substring scans
+    if "\\u0000" in text:
+        return False
+    # orjson refuses bare NaN/Infinity tokens and lone surrogates, just as jsonb does;
+    # a string merely holding "NaN" or an escaped control character passes.
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+@dataclass
+class _History:
+    """Decoded rows of the session with ``floor < id <= last_id`` (``floor`` None: from
+    the first row), read while the session row had ``generation``."""
+
+    generation: int | None
+    ids: list[int] = field(default_factory=list)
+    items: list[Any] = field(default_factory=list)
+    last_id: int = _BEFORE_ALL
+    floor: int | None = None
+
+
+class _HistoryChanged(Exception):
+    """Rows were removed between two statements of one read: start the read over."""
+
+
+# --- the session ----------------------------------------------------------------------
+
+
+class PostgresSession(SessionABC):
+    """A session stored in PostgreSQL, shared safely by any number of workers.
+
+    Give either ``dsn`` (sessions with the same DSN share a pool, see ``shared_pool``;
+    ``pool_max_size`` and ``connect_timeout`` apply when that pool is first opened) or
+    an open ``psycopg_pool.AsyncConnectionPool`` as ``pool`` (its connections must be
+    in autocommit mode, e.g. ``kwargs={"autocommit": True}``); the caller then owns it.
+    Tables are created on first use. ``cache_history``: keep the decoded history
+    between reads so a read fetches only newer rows (the default).
+
+    ``close()`` ends the session (not the shared pool: ``close_pools()`` does that);
+    afterwards every operation raises ``SessionClosedError``. Rows whose text is not
+    JSON are skipped with a logged warning and listed in ``skipped_row_ids``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        dsn: str | None = None,
+        *,
+        pool: Pool | None = None,
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: SessionSettings | None = None,
+        cache_history: bool = True,
+        pool_max_size: int = 10,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        if (dsn is None) == (pool is None):
+            raise TypeError("PostgresSession needs exactly one of dsn= and pool=")
+        if dsn is not None and (not isinstance(dsn, str) or not dsn):
+            raise TypeError(f"dsn must be a non-empty str, not {dsn!r}")
+        if pool is not None and not isinstance(pool, AsyncConnectionPool):
+            raise TypeError(
+                f"pool must be a psycopg_pool.AsyncConnectionPool, not {type(pool).__name__}"
+            )
+        self.session_id = session_id
+        self.session_settings = session_settings or SessionSettings()
+        self.sessions_table = _check_table_name(sessions_table, "sessions_table")
+        self.messages_table = _check_table_name(messages_table, "messages_table")
+        self._dsn = dsn
+        self._own_pool = pool
+        self._pool_max_size = pool_max_size
+        self._connect_timeout = connect_timeout
+        self._cache_history = cache_history
+        self._history: _History | None = None
+        self._skipped: dict[int, str] = {}
+        self._closed = False
+        self._loop_lock: tuple[weakref.ref[asyncio.AbstractEventLoop], asyncio.Lock] | None = None
+        self._sql = _Statements(self.sessions_table, self.messages_table)
+
+    # --- session API ----------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[InputItem]:
+        limit = check_limit(limit)
+        if limit is None:
+            limit = resolve_limit(self)
+        self._check_open()
+        if limit == 0:
+            return []
+        pool = await self._ready_pool()
+        async with self._lock():
+            try:
+                history = await self._read(pool, limit)
+            except BaseException:
+                self._history = None
+                raise
+            items = history.items if limit is None else history.items[-limit:]
+            if not self._cache_history:
+                return items  # decoded for this call only: nobody else holds them
+            with collector_paused():
+                copied: list[Any]
+                try:
+                    copied = deep_copy_items(items)
+                except ValueError:  # nested deeper than the engine copies
+                    copied = copy.deepcopy(items)
+                return copied
+
+    async def add_items(self, items: list[InputItem]) -> None:
+        items = items_argument(items)
+        self._check_open()
+        if not items:
+            return
+        # Encoded before any I/O: an item that cannot be encoded raises TypeError naming
+        # its position, and nothing is written.
+        texts = encode_items(items)
+        fits = [_fits_jsonb(text) for text in texts]
+        pool = await self._ready_pool()
+
+        async def write() -> None:
+            async with pool.connection() as conn, conn.pipeline(), conn.transaction():
+                await conn.execute(self._sql.lock_or_create, (self.session_id,))
+                await conn.execute(self._sql.append, (self.session_id, texts, fits))
+
+        await self._finish("add_items", write)
+
+    async def pop_item(self) -> InputItem | None:
+        self._check_open()
+        pool = await self._ready_pool()
+        removed: list[int] = []
+        generations: list[int] = []
+
+        async def pop() -> Any:
+            item: Any = None
+            removed.clear()
+            generations.clear()
+            async with pool.connection() as conn, conn.transaction():
+                cursor = await conn.execute(self._sql.lock_existing, (self.session_id,))
+                row = await cursor.fetchone()
+                if row is None:
+                    return None
+                generations.append(row[0])
+                while True:
+                    cursor = await conn.execute(self._sql.delete_newest, (self.session_id,))
+                    newest = await cursor.fetchone()
+                    if newest is None:
+                        break
+                    removed.append(newest[0])
+                    try:
+                        item = decode_row(newest[1])
+                        break
+                    except ValueError as exc:
+                        self._skip(newest[0], str(exc))
+                if removed:
+                    cursor = await conn.execute(self._sql.bump, (self.session_id,))
+                    bumped = await cursor.fetchone()
+                    assert bumped is not None  # the row is locked by this transaction
+                    generations.append(bumped[0])
+            return item
+
+        async with self._lock():
+            try:
+                item = await self._finish("pop_item", pop)
+            except BaseException:
+                self._history = None
+                raise
+            self._forget_popped(removed, generations)
+        return item
+
+    async def clear_session(self) -> None:
+        self._check_open()
+        pool = await self._ready_pool()
+
+        async def clear() -> None:
+            async with pool.connection() as conn, conn.transaction():
+                # The session row first: it waits for a writer in progress, whose rows
+                # then go too, so a clear never splits a batch.
+                await conn.execute(self._sql.delete_session, (self.session_id,))
+                await conn.execute(self._sql.delete_messages, (self.session_id,))
+
+        async with self._lock():
+            try:
+                await self._finish("clear_session", clear)
+            finally:
+                self._history = None
+            self._skipped.clear()
+
+    # --- lifetime -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End this session object (the shared pool stays open). Idempotent."""
+        self._closed = True
+        self._history = None
+
+    def __enter__(self) -> PostgresSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> PostgresSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def skipped_row_ids(self) -> tuple[int, ...]:
+        """Ids of the rows of this session skipped because they are not JSON."""
+        return tuple(sorted(self._skipped))
+
+    def __repr__(self) -> str:
+        where = describe_dsn(self._dsn) if self._dsn is not None else "<pool>"
+        return f"PostgresSession({self.session_id!r}, {where!r})"
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(f"PostgresSession {self.session_id!r} is closed")
+
+    def _lock(self) -> asyncio.Lock:
+        """This session's lock for the running loop: reads and writes through one
+        session object take turns, so its history cache sees them in order."""
+        loop = asyncio.get_running_loop()
+        if self._loop_lock is None or self._loop_lock[0]() is not loop:
+            self._loop_lock = (weakref.ref(loop), asyncio.Lock())
+        return self._loop_lock[1]
+
+    async def _ready_pool(self) -> Pool:
+        try:
+            if self._own_pool is not None:
+                pool = self._own_pool
+            else:
+                assert self._dsn is not None
+                pool = await shared_pool(
+                    self._dsn, max_size=self._pool_max_size, timeout=self._connect_timeout
+                )
+            await ensure_tables(
+                pool, self._sql.schema, self._sql.required_columns, self._sql.indexes
+            )
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise SessionError(
+                f"PostgresSession {self.session_id!r}: cannot prepare the tables: {exc}"
+            ) from exc
+        return pool
+
+    def _failure(self, operation: str, exc: BaseException) -> SessionError:
+        what = "nothing of the batch was written, or all of it" if operation == "add_items" else ""
+        suffix = f" ({what})" if what else ""
+        return SessionError(
+            f"PostgresSession {self.session_id!r}: {operation} failed{suffix}: {exc}"
+        )
+
+    async def _finish(self, operation: str, work: Callable[[], Awaitable[_T]]) -> _T:
+        """Run a write to its end even if the caller is cancelled meanwhile, so a
+        cancelled caller never leaves a transaction whose outcome nobody learns; the
+        cancellation is re-raised afterwards. Database errors become SessionError."""
+        task = asyncio.ensure_future(work())
+        cancelled: asyncio.CancelledError | None = None
+        while True:
+            try:
+                result = await asyncio.shield(task)
+            except asyncio.CancelledError as exc:
+                if task.done():
+                    raise
+                cancelled = exc
+                continue
+            except (psycopg.Error, PoolTimeout) as exc:
+                error = self._failure(operation, exc)
+                if cancelled is not None:
+                    raise cancelled from error
+                raise error from exc
+            except BaseException as exc:
+                if cancelled is not None:
+                    raise cancelled from exc
+                raise
+            break
+        if cancelled is not None:
+            raise cancelled
+        return result
+
+    def _skip(self, row_id: int, reason: str) -> None:
+        if row_id not in self._skipped:
+            self._skipped[row_id] = reason
+            logger.warning(
+                "session %r: skipped row %d of %s, it is not JSON (%s)",
+                self.session_id,
+                row_id,
+                self.messages_table,
+                reason,
+            )
+
+    def _forget_popped(self, removed: list[int], generations: list[int]) -> None:
+        """Keep the cache in step with our own pop, when it was current before it."""
+        history = self._history
+        if history is None or not removed:
+            return
+        if len(generations) != 2 or history.generation != generations[0]:
+            self._history = None
+            return
+        # Pops take the newest rows: those we hold are at the end of the cache, the
+        # others were never read and, being deleted now, never will be.
+        gone = set(removed)
+        while history.ids and history.ids[-1] in gone:
+            history.ids.pop()
+            history.items.pop()
+        if history.ids and min(removed) < history.ids[-1]:
+            self._history = None  # not the newest rows we hold: rebuild on the next read
+            return
+        history.generation = generations[1]
+
+    # --- reading --------------------------------------------------------------------
+
+    async def _read(self, pool: Pool, limit: int | None) -> _History:
+        for _ in range(_MAX_READ_ATTEMPTS):
+            try:
+                async with pool.connection() as conn:
+                    return await self._synced(conn, limit)
+            except _HistoryChanged:
+                self._history = None
+            except (psycopg.Error, PoolTimeout) as exc:
+                raise self._failure("get_items", exc) from exc
+        raise SessionError(
+            f"PostgresSession {self.session_id!r}: get_items gave up: the history kept "
+            f"changing under {_MAX_READ_ATTEMPTS} consecutive reads"
+        )
+
+    async def _synced(self, conn: psycopg.AsyncConnection[Any], need: int | None) -> _History:
+        history = self._history if self._cache_history else None
+        if history is not None:
+            generation, rows = await self._fetch(conn, history.last_id, _AFTER_ALL, None)
+            if generation != history.generation:
+                history = None  # rows we hold were removed by someone: start over
+            else:
+                self._append(history, rows)
+        if history is None:
+            window = None if need is None else max(need, _MIN_WINDOW)
+            generation, rows = await self._fetch(conn, _BEFORE_ALL, _AFTER_ALL, window)
+            history = _History(generation)
+            self._append(history, rows)
+            history.floor = _floor(rows, window)
+        if self._cache_history:
+            self._history = history
+        while history.floor is not None and (need is None or len(history.items) < need):
+            window = None if need is None else max(need - len(history.items), _MIN_WINDOW)
+            generation, rows = await self._fetch(conn, _BEFORE_ALL, history.floor, window)
+            if generation != history.generation:
+                raise _HistoryChanged
+            older = _History(generation)
+            self._append(older, rows)
+            history.ids[:0] = older.ids
+            history.items[:0] = older.items
+            history.floor = _floor(rows, window)
+        return history
+
+    async def _fetch(
+        self, conn: psycopg.AsyncConnection[Any], after: int, upto: int, window: int | None
+    ) -> tuple[int | None, list[tuple[int, str]]]:
+        """The session's generation and its rows with ``after < id <= upto``, newest
+        first (the newest ``window`` of them when given), read in one statement."""
+        session_id = self.session_id
+        cursor = conn.cursor()
+        await cursor.execute(self._sql.fetch, (session_id, session_id, after, upto, window))
+        generation: int | None = None
+        rows: list[tuple[int, str]] = []
+        while chunk := await cursor.fetchmany(_FETCH_CHUNK):
+            generation = chunk[0][0]
+            rows += [(row_id, text) for _, row_id, text in chunk]
+        if not rows:
+            # A later snapshot than the (empty) read: if nothing was removed up to it,
+            # nothing was before it either; if something was, the cache is rebuilt.
+            await cursor.execute(self._sql.generation, (session_id,))
+            found = await cursor.fetchone()
+            generation = None if found is None else found[0]
+        return generation, rows
+
+    def _append(self, history: _History, newest_first: list[tuple[int, str]]) -> None:
+        """Decode rows fetched newest first and add them at the end of ``history``."""
+        if not newest_first:
+            return
+        with collector_paused():
+            ids, items, corrupt = decode_rows(newest_first[::-1])
+        for row_id, reason in corrupt:
+            self._skip(row_id, reason)
+        history.ids += ids
+        history.items += items
+        history.last_id = max(history.last_id, newest_first[0][0])
+
+
+def _floor(newest_first: list[tuple[int, str]], window: int | None) -> int | None:
+    """What a read of the newest ``window`` rows below some id leaves unread: the rows
+    below the oldest one fetched, or nothing (None) when the window was not filled."""
+    if window is None or len(newest_first) < window:
+        return None
+    return newest_first[-1][0] - 1
+
+
+class _Statements:
+    """The SQL of one pair of tables."""
+
+    def __init__(self, sessions: str, messages: str) -> None:
+        self.schema = _schema_statements(sessions, messages)
+        self.indexes = [f"idx_{messages}_session_id"]
+        self.required_columns = {
+            sessions: {"session_id": "text", "generation": "bigint"},
+            messages: {
+                "id": "bigint",
+                "session_id": "text",
+                "message_data": "jsonb",
+                "message_text": "text",
+            },
+        }
+        # Taking the session row's lock (creating the row if needed) is what makes
+        # writers of one session take turns; see the module docstring.
+        self.lock_or_create = (
+            f"INSERT INTO {sessions} (session_id) VALUES (%s) "
+            "ON CONFLICT (session_id) DO UPDATE SET updated_at = now()"
+        )
+        self.lock_existing = f"SELECT generation FROM {sessions} WHERE session_id = %s FOR UPDATE"
+        # The arrays go in binary: as a text-format array literal every quote of every
+        # JSON text would need escaping, which costs more than the insert itself.
+        self.append = (
+            f"INSERT INTO {messages} (session_id, message_data, message_text) "
+            "SELECT %s, CASE WHEN item.fits THEN item.text::jsonb END, item.text "
+            "FROM unnest(%b::text[], %b::boolean[]) WITH ORDINALITY "
+            "AS item(text, fits, position) ORDER BY item.position"
+        )
+        self.delete_newest = (
+            f"DELETE FROM {messages} WHERE id = (SELECT id FROM {messages} "
+            "WHERE session_id = %s ORDER BY id DESC LIMIT 1) RETURNING id, message_text"
+        )
+        self.bump = (
+            f"UPDATE {sessions} SET generation = txid_current(), updated_at = now() "
+            "WHERE session_id = %s RETURNING generation"
+        )
+        self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
+        self.delete_messages = f"DELETE FROM {messages} WHERE session_id = %s"
+        # One statement, so the generation and the rows come from one snapshot (the
+        # generation is repeated on every row); when no row matches, ``generation``
+        # alone is read afterwards (see ``_fetch``).
+        self.fetch = (
+            f"SELECT (SELECT generation FROM {sessions} WHERE session_id = %s), "
+            f"id, message_text FROM {messages} "
+            "WHERE session_id = %s AND id > %s AND id <= %s ORDER BY id DESC LIMIT %s"
+        )
+        self.generation = f"SELECT generation FROM {sessions} WHERE session_id = %s"
