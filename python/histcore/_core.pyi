@@ -3,6 +3,21 @@
 from collections.abc import Iterable
 from typing import Any, Final
 
+__all__ = [
+    "MAX_DEPTH",
+    "build_profile",
+    "dedupe_key",
+    "dedupe_keys",
+    "deduplicate_input_items",
+    "deduplicate_input_items_preferring_latest",
+    "canonical_json",
+    "content_key",
+    "content_keys",
+    "deep_copy_items",
+    "drop_orphan_function_calls",
+    "classify_callback_output",
+]
+
 MAX_DEPTH: Final[int]
 build_profile: Final[str]
 
@@ -13,13 +28,13 @@ def deduplicate_input_items_preferring_latest(items: Iterable[Any]) -> list[Any]
 def canonical_json(item: Any) -> bytes: ...
 def content_key(item: Any) -> bytes: ...
 def content_keys(items: Iterable[Any]) -> list[bytes]: ...
+def deep_copy_items(items: Iterable[Any]) -> list[Any]: ...
 def drop_orphan_function_calls(
     items: Iterable[Any],
     pruning_indexes: Iterable[int] | None = None,
     *,
     output_pruning_indexes: Iterable[int] | None = None,
 ) -> list[Any]: ...
-def deep_copy_items(items: Iterable[Any]) -> list[Any]: ...
 def classify_callback_output(
     history: Iterable[Any], new_items: Iterable[Any], combined: Iterable[Any]
 ) -> tuple[list[int], list[int]]: ...

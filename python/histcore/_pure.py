@@ -122,13 +122,12 @@ def _key_of(payload: Any) -> str | None:
     else:
         kind_text = str(kind)
     call_id = payload.get("call_id")
-    has_call_id = isinstance(call_id, str)
-    if has_call_id and isinstance(kind, str) and kind_text in CALL_AND_OUTPUT_TYPES:
+    if isinstance(call_id, str) and isinstance(kind, str) and kind_text in CALL_AND_OUTPUT_TYPES:
         return f"call_id:{kind_text}:{_plain_str(call_id)}"
     item_id = payload.get("id")
     if isinstance(item_id, str) and _plain_str(item_id) != FAKE_ID:
         return f"id:{kind_text}:{_plain_str(item_id)}"
-    if has_call_id:
+    if isinstance(call_id, str):
         return f"call_id:{kind_text}:{_plain_str(call_id)}"
     approval_request_id = payload.get("approval_request_id")
     if isinstance(approval_request_id, str):
@@ -185,7 +184,7 @@ def deduplicate_input_items_preferring_latest(items: Iterable[Any]) -> list[Any]
         if key not in anchor or not _is_precursor(payload):
             anchor[key] = index
     result: list[Any] = []
-    for index, (item, key) in enumerate(zip(items, keys)):
+    for index, (item, key) in enumerate(zip(items, keys, strict=True)):
         if key is None:
             result.append(item)
         elif anchor[key] == index:

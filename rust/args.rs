@@ -1,0 +1,159 @@
+//! Argument handling shared by the Python functions: list arguments read in place or
+//! materialised (the pure twin's `_as_list`), index masks (`_index_mask`), result lists,
+//! and the interpreter's wording for surplus arguments.
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
+
+static ITERABLE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn is_iterable(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let iterable = ITERABLE.import(value.py(), "collections.abc", "Iterable")?;
+    value.is_instance(iterable)
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(value.get_type().name()?.to_string())
+}
+
+/// The items of a list argument (the pure twin's `_as_list`): an exact list is read in
+/// place (no copy: at 10^5 items a snapshot costs as much as a pass), any other iterable
+/// is materialised with `list()`; str, bytes, bytearray, dict and non-iterables are
+/// rejected.
+pub struct Items<'py> {
+    list: Bound<'py, PyList>,
+    len: usize,
+}
+
+impl<'py> Items<'py> {
+    pub fn of(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
+        let list = if value.is_exact_instance_of::<PyList>() {
+            // SAFETY: checked to be an exact list.
+            unsafe { value.cast_unchecked::<PyList>() }.clone()
+        } else {
+            let rejected = value.is_instance_of::<PyString>()
+                || value.is_instance_of::<PyBytes>()
+                || value.is_instance_of::<PyByteArray>()
+                || value.is_instance_of::<PyDict>();
+            if !value.is_instance_of::<PyList>() && (rejected || !is_iterable(value)?) {
+                return Err(PyTypeError::new_err(format!(
+                    "{name} must be a list of items, not {}",
+                    type_name(value)?
+                )));
+            }
+            let list = unsafe { ffi::PySequence_List(value.as_ptr()) };
+            unsafe { Bound::from_owned_ptr_or_err(value.py(), list)?.cast_into_unchecked() }
+        };
+        let len = list.len();
+        Ok(Items { list, len })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The item at `index` (a new reference; bounds-checked, so a list that user code
+    /// shrank under us raises instead of misbehaving).
+    #[inline]
+    pub fn get(&self, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        self.list.get_item(index)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + '_ {
+        (0..self.len).map(|index| self.get(index))
+    }
+
+    /// A new list of the items at `indexes`.
+    pub fn pick(&self, indexes: &[usize]) -> PyResult<Bound<'py, PyList>> {
+        if self.list.len() != self.len {
+            return Err(PyRuntimeError::new_err(
+                "the list of items changed size during the call",
+            ));
+        }
+        new_list(self.list.py(), indexes.len(), |slot| {
+            self.get(indexes[slot])
+        })
+    }
+}
+
+/// A new list of `len` members made by `member(position)`.
+pub fn new_list<'py>(
+    py: Python<'py>,
+    len: usize,
+    mut member: impl FnMut(usize) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let size = ffi::Py_ssize_t::try_from(len).expect("a list length fits Py_ssize_t");
+    // SAFETY: PyList_New gives a list with `len` NULL slots, each filled exactly once below
+    // (PyList_SetItem steals the reference); on error the partly filled list is released,
+    // which CPython allows.
+    let list = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyList_New(size))? };
+    for position in 0..len {
+        let value = member(position)?;
+        unsafe {
+            ffi::PyList_SetItem(list.as_ptr(), position as ffi::Py_ssize_t, value.into_ptr())
+        };
+    }
+    Ok(unsafe { list.cast_into_unchecked() })
+}
+
+/// Positions named by an optional iterable of ints, as a mask over `length` (the pure
+/// twin's `_index_mask`): bools and non-ints are rejected, out-of-range ints ignored.
+pub fn index_mask(
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    length: usize,
+) -> PyResult<Option<Vec<bool>>> {
+    let Some(value) = value.filter(|value| !value.is_none()) else {
+        return Ok(None);
+    };
+    let rejected = value.is_instance_of::<PyString>()
+        || value.is_instance_of::<PyBytes>()
+        || value.is_instance_of::<PyByteArray>();
+    if rejected || !is_iterable(value)? {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a set of int positions, not {}",
+            type_name(value)?
+        )));
+    }
+    let mut mask = vec![false; length];
+    for index in value.try_iter()? {
+        let index = index?;
+        if index.is_instance_of::<PyBool>() || !index.is_instance_of::<PyInt>() {
+            return Err(PyTypeError::new_err(format!(
+                "{name} must hold ints, not {}",
+                type_name(&index)?
+            )));
+        }
+        let mut overflow = 0;
+        let position = unsafe { ffi::PyLong_AsLongLongAndOverflow(index.as_ptr(), &mut overflow) };
+        if overflow == 0 {
+            if position == -1 {
+                if let Some(error) = PyErr::take(value.py()) {
+                    return Err(error);
+                }
+            }
+            if let Ok(position) = usize::try_from(position) {
+                if position < length {
+                    mask[position] = true;
+                }
+            }
+        }
+    }
+    Ok(Some(mask))
+}
+
+/// pyo3 words a surplus positional argument as "takes 1 positional arguments"; the
+/// single-argument functions take `*extra` (hidden from their signature) and raise the
+/// interpreter's own wording instead.
+pub fn reject_extra(function: &str, extra: &Bound<'_, PyTuple>) -> PyResult<()> {
+    if extra.is_empty() {
+        return Ok(());
+    }
+    Err(PyTypeError::new_err(format!(
+        "{function}() takes 1 positional argument but {} were given",
+        extra.len() + 1
+    )))
+}

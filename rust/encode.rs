@@ -1,0 +1,261 @@
+//! Walks Python values into the canonical writer (`canonical.rs`).
+//!
+//! Exact builtin types are dispatched first by type pointer; subclasses then follow the
+//! pure twin's `isinstance` order. One output buffer and one entry buffer per nesting level
+//! are reused across items.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::{ffi, intern};
+
+use crate::canonical::{self, MAX_DEPTH};
+use crate::text::{str_bytes, Text};
+
+type Entry<'py> = (Text<'py>, Bound<'py, PyAny>);
+
+/// The error for containers nested deeper than `MAX_DEPTH` (also raised for cycles).
+pub fn depth_error() -> PyErr {
+    PyValueError::new_err(canonical::depth_error_message())
+}
+
+/// Reusable canonical encoder.
+pub struct Encoder<'py> {
+    py: Python<'py>,
+    out: Vec<u8>,
+    /// Entry buffers of dicts being encoded, one per depth.
+    entry_pools: Vec<Vec<Entry<'py>>>,
+    /// Positions (in the current entry buffer) whose non-str keys still need `str()`.
+    deferred_keys: Vec<(usize, Bound<'py, PyAny>)>,
+    int_repr: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Encoder<'py> {
+    pub fn new(py: Python<'py>) -> Self {
+        Encoder {
+            py,
+            out: Vec::with_capacity(4096),
+            entry_pools: Vec::new(),
+            deferred_keys: Vec::new(),
+            int_repr: None,
+        }
+    }
+
+    /// The canonical bytes of a payload (an item after `model_dump`); top-level metadata
+    /// keys are dropped. The slice is valid until the next call.
+    pub fn encode(&mut self, payload: &Bound<'py, PyAny>) -> PyResult<&[u8]> {
+        self.out.clear();
+        self.value(payload, 0, true)?;
+        Ok(&self.out)
+    }
+
+    fn value(&mut self, value: &Bound<'py, PyAny>, depth: usize, top: bool) -> PyResult<()> {
+        if value.is_exact_instance_of::<PyString>() {
+            canonical::write_string(&mut self.out, str_bytes(value)?.as_bytes());
+        } else if value.is_exact_instance_of::<PyDict>() {
+            self.dict(value, depth, top, true)?;
+        } else if value.is_exact_instance_of::<PyInt>() {
+            self.int(value)?;
+        } else if value.is_exact_instance_of::<PyList>() {
+            self.check_depth(depth)?;
+            // SAFETY: checked to be an exact list.
+            let list = unsafe { value.cast_unchecked::<PyList>() };
+            self.sequence(list.iter().map(Ok), depth)?;
+        } else if value.is_none() {
+            canonical::write_constant(&mut self.out, None);
+        } else if value.as_ptr() == unsafe { ffi::Py_True() } {
+            canonical::write_constant(&mut self.out, Some(true));
+        } else if value.as_ptr() == unsafe { ffi::Py_False() } {
+            canonical::write_constant(&mut self.out, Some(false));
+        } else if value.is_exact_instance_of::<PyFloat>() {
+            self.float(value)?;
+        } else if value.is_exact_instance_of::<PyTuple>() {
+            self.check_depth(depth)?;
+            // SAFETY: checked to be an exact tuple.
+            let tuple = unsafe { value.cast_unchecked::<PyTuple>() };
+            self.sequence(tuple.iter().map(Ok), depth)?;
+        } else {
+            self.subclass_or_other(value, depth, top)?;
+        }
+        Ok(())
+    }
+
+    /// Values that are not exact builtins, in the pure twin's `isinstance` order.
+    fn subclass_or_other(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        depth: usize,
+        top: bool,
+    ) -> PyResult<()> {
+        if value.is_instance_of::<PyString>() {
+            canonical::write_string(&mut self.out, str_bytes(value)?.as_bytes());
+        } else if value.is_instance_of::<PyInt>() {
+            self.int(value)?;
+        } else if value.is_instance_of::<PyFloat>() {
+            self.float(value)?;
+        } else if value.is_instance_of::<PyDict>() {
+            self.dict(value, depth, top, false)?;
+        } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
+            self.check_depth(depth)?;
+            self.sequence(value.try_iter()?, depth)?;
+        } else {
+            let text = value.str()?;
+            canonical::write_string(&mut self.out, str_bytes(text.as_any())?.as_bytes());
+        }
+        Ok(())
+    }
+
+    fn check_depth(&self, depth: usize) -> PyResult<()> {
+        if depth >= MAX_DEPTH {
+            Err(depth_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn int(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
+        let mut overflow = 0;
+        // Reads the int value itself (never `__index__`), for subclasses too.
+        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &mut overflow) };
+        if overflow == 0 {
+            if small == -1 {
+                if let Some(error) = PyErr::take(self.py) {
+                    return Err(error);
+                }
+            }
+            canonical::write_i64(&mut self.out, small);
+            return Ok(());
+        }
+        // Beyond i64: exactly what `int.__repr__` says (including its digit-limit error).
+        let int_repr = match &self.int_repr {
+            Some(int_repr) => int_repr,
+            None => {
+                let int_type = self.py.get_type::<PyInt>();
+                self.int_repr
+                    .insert(int_type.getattr(intern!(self.py, "__repr__"))?)
+            }
+        };
+        let digits = int_repr.call1((value,))?;
+        self.out
+            .extend_from_slice(str_bytes(digits.cast::<PyString>()?.as_any())?.as_bytes());
+        Ok(())
+    }
+
+    fn float(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
+        let number = unsafe { ffi::PyFloat_AsDouble(value.as_ptr()) };
+        if number == -1.0 {
+            if let Some(error) = PyErr::take(self.py) {
+                return Err(error);
+            }
+        }
+        canonical::write_float(&mut self.out, number);
+        Ok(())
+    }
+
+    fn sequence(
+        &mut self,
+        members: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>,
+        depth: usize,
+    ) -> PyResult<()> {
+        self.out.push(b'[');
+        let mut first = true;
+        for member in members {
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            self.value(&member?, depth + 1, false)?;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    fn dict(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        depth: usize,
+        top: bool,
+        exact: bool,
+    ) -> PyResult<()> {
+        self.check_depth(depth)?;
+        if self.entry_pools.len() <= depth {
+            self.entry_pools.resize_with(depth + 1, Vec::new);
+        }
+        let mut entries = std::mem::take(&mut self.entry_pools[depth]);
+        let result = self
+            .dict_entries(value, top, exact, &mut entries)
+            .and_then(|()| {
+                // Stable, so keys that read the same (`1` and `"1"`) keep their dict order.
+                entries.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
+                self.out.push(b'{');
+                for (position, (key, member)) in entries.iter().enumerate() {
+                    if position > 0 {
+                        self.out.push(b',');
+                    }
+                    canonical::write_string(&mut self.out, key.as_ref());
+                    self.out.push(b':');
+                    self.value(member, depth + 1, false)?;
+                }
+                self.out.push(b'}');
+                Ok(())
+            });
+        entries.clear();
+        self.entry_pools[depth] = entries;
+        result
+    }
+
+    /// Collects `(key text, value)` pairs; non-str keys get `str()` only after the dict has
+    /// been read, so user code never runs during the dict walk.
+    fn dict_entries(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        top: bool,
+        exact: bool,
+        entries: &mut Vec<Entry<'py>>,
+    ) -> PyResult<()> {
+        self.deferred_keys.clear();
+        let mut push = |key: Bound<'py, PyAny>, member: Bound<'py, PyAny>| -> PyResult<()> {
+            if key.is_exact_instance_of::<PyString>() {
+                let text = Text::of_str(key)?;
+                if !(top && canonical::is_metadata_key(text.as_ref())) {
+                    entries.push((text, member));
+                }
+            } else {
+                self.deferred_keys.push((entries.len(), key));
+                entries.push((Text::Static(b""), member));
+            }
+            Ok(())
+        };
+        if exact {
+            // SAFETY: the caller checked for an exact dict.
+            for (key, member) in unsafe { value.cast_unchecked::<PyDict>() }.iter() {
+                push(key, member)?;
+            }
+        } else {
+            for pair in value.call_method0(intern!(self.py, "items"))?.try_iter()? {
+                let (key, member) = pair?.extract::<(Bound<'py, PyAny>, Bound<'py, PyAny>)>()?;
+                push(key, member)?;
+            }
+        }
+        if self.deferred_keys.is_empty() {
+            return Ok(());
+        }
+        let mut metadata_positions = Vec::new();
+        for (position, key) in self.deferred_keys.drain(..) {
+            let text = if key.is_instance_of::<PyString>() {
+                let text = Text::of_str(key)?;
+                if top && canonical::is_metadata_key(text.as_ref()) {
+                    metadata_positions.push(position);
+                }
+                text
+            } else {
+                Text::of_str_call(&key)?
+            };
+            entries[position].0 = text;
+        }
+        for position in metadata_positions.into_iter().rev() {
+            entries.remove(position);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,226 @@
+//! Numbering byte strings by first occurrence, and a cheap hasher for keys that are already
+//! well spread (pointers, content hashes).
+//!
+//! Strings are first collected into one arena while items are read; [`Strings::number`] then
+//! numbers them in a separate pass. At 10^5 items the hash table no longer fits in the
+//! fast caches, so that pass prefetches the slots it is about to probe instead of waiting
+//! for each miss in turn.
+
+use std::cell::Cell;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Byte strings stored back to back in one arena, addressed by their push order.
+#[derive(Default)]
+pub struct Strings {
+    arena: Vec<u8>,
+    /// `ends[i]` is where string `i` ends; it starts where string `i - 1` ends.
+    ends: Vec<usize>,
+    /// Open-addressing table and result of [`Strings::number`], kept for reuse.
+    slots: Vec<u64>,
+    ids: Vec<u32>,
+}
+
+/// Buffers above this many bytes are not kept for the next call.
+const RETAIN_LIMIT: usize = 64 << 20;
+
+thread_local! {
+    /// Buffers of the last `Strings` used on this thread. Reusing them spares the page
+    /// faults of fresh multi-megabyte allocations, which at 10^5 items cost as much as
+    /// the work itself.
+    static SPARE: Cell<Option<Strings>> = const { Cell::new(None) };
+}
+
+impl Strings {
+    /// An empty `Strings`, on this thread's spare buffers when there are some.
+    pub fn reuse() -> Self {
+        match SPARE.with(Cell::take) {
+            Some(mut strings) => {
+                strings.arena.clear();
+                strings.ends.clear();
+                strings.ids.clear();
+                strings
+            }
+            None => Strings::default(),
+        }
+    }
+
+    /// Hand the buffers back for the next [`Strings::reuse`] on this thread.
+    pub fn recycle(self) {
+        let footprint = self.arena.capacity()
+            + self.ends.capacity() * size_of::<usize>()
+            + self.slots.capacity() * size_of::<u64>()
+            + self.ids.capacity() * size_of::<u32>();
+        if footprint <= RETAIN_LIMIT {
+            SPARE.with(|spare| spare.set(Some(self)));
+        }
+    }
+
+    /// Number of strings pushed.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// No string was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Append a string; returns its index.
+    pub fn push(&mut self, text: &[u8]) -> u32 {
+        let index = u32::try_from(self.ends.len()).expect("fewer than 2^32 strings");
+        self.arena.extend_from_slice(text);
+        self.ends.push(self.arena.len());
+        index
+    }
+
+    /// The string at `index`.
+    pub fn get(&self, index: u32) -> &[u8] {
+        let index = index as usize;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        &self.arena[start..self.ends[index]]
+    }
+
+    /// For every string, the index of the first string equal to it (so equal strings get
+    /// equal ids, and every id is below `len()`).
+    pub fn number(&mut self) -> &[u32] {
+        const EMPTY: u64 = u64::MAX;
+        // Hashes are computed this far ahead of their probe, and their slot prefetched.
+        const AHEAD: usize = 16;
+        let count = self.len();
+        // Load factor at most 1/2; a slot packs the hash's upper half (to reject most
+        // mismatches without touching the arena) over the string index.
+        let size = (count * 2).next_power_of_two().max(8);
+        let mask = size - 1;
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.clear();
+        slots.resize(size, EMPTY);
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        ids.reserve(count);
+        let mut ring = [0u64; AHEAD];
+        for (index, hash) in ring.iter_mut().enumerate().take(count) {
+            *hash = xxh3_64(self.get(index as u32));
+            prefetch(&slots[*hash as usize & mask]);
+        }
+        for index in 0..count {
+            let hash = ring[index % AHEAD];
+            if index + AHEAD < count {
+                let ahead = xxh3_64(self.get((index + AHEAD) as u32));
+                prefetch(&slots[ahead as usize & mask]);
+                ring[index % AHEAD] = ahead;
+            }
+            let tag = hash >> 32;
+            let mut slot = hash as usize & mask;
+            let id = loop {
+                let entry = slots[slot];
+                if entry == EMPTY {
+                    slots[slot] = (tag << 32) | index as u64;
+                    break index as u32;
+                }
+                let candidate = entry as u32;
+                if entry >> 32 == tag && self.get(candidate) == self.get(index as u32) {
+                    break candidate;
+                }
+                slot = (slot + 1) & mask;
+            };
+            ids.push(id);
+        }
+        self.slots = slots;
+        self.ids = ids;
+        &self.ids
+    }
+}
+
+#[inline(always)]
+fn prefetch<T>(target: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint; any address is allowed.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((target as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = target;
+}
+
+/// A hasher for integer keys: one multiply and a fold, enough for pointers (whose low bits
+/// are always zero) and for content hashes (already uniform).
+#[derive(Default, Clone, Copy)]
+pub struct MixHasher(u64);
+
+impl Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        let product = u128::from(value ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.write_u64(u64::from(value));
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.write_u64(value as u64 ^ (value >> 64) as u64);
+    }
+}
+
+/// `BuildHasher` for [`MixHasher`].
+pub type MixState = BuildHasherDefault<MixHasher>;
+
+/// A `HashMap` with [`MixHasher`].
+pub type MixMap<K, V> = std::collections::HashMap<K, V, MixState>;
+
+/// A `HashSet` with [`MixHasher`].
+pub type MixSet<K> = std::collections::HashSet<K, MixState>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_point_at_first_occurrences() {
+        let mut strings = Strings::default();
+        let words: Vec<String> = (0..1000).map(|n| format!("call_{}", n % 300)).collect();
+        for word in &words {
+            strings.push(word.as_bytes());
+        }
+        strings.push(b"");
+        strings.push(b"");
+        let ids = strings.number().to_vec();
+        assert_eq!(ids.len(), 1002);
+        for (index, word) in words.iter().enumerate() {
+            assert_eq!(ids[index] as usize, index % 300);
+            assert_eq!(strings.get(ids[index]), word.as_bytes());
+        }
+        assert_eq!(ids[1000..], [1000, 1000]);
+    }
+
+    #[test]
+    fn equal_hash_prefixes_do_not_merge_different_strings() {
+        // Keys that differ only in where the separator falls must stay apart.
+        let mut strings = Strings::default();
+        strings.push(b"id:a:b:c");
+        strings.push(b"id:a:b:c");
+        strings.push(b"id:a:bc");
+        assert_eq!(strings.number(), [0, 0, 2]);
+        // Reused buffers start empty.
+        strings.recycle();
+        let mut again = Strings::reuse();
+        assert!(again.is_empty());
+        again.push(b"x");
+        assert_eq!(again.number(), [0]);
+    }
+}
