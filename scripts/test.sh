@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Run histcore's test suite against the INSTALLED package, not the python/ sources.
+#
+#   scripts/test.sh                      # all of tests/
+#   scripts/test.sh tests/test_parity.py -k stub
+#   scripts/test.sh benches              # the benchmarks, once each (--benchmark-disable)
+#   HISTCORE_BACKEND=rust scripts/test.sh
+#
+# PYTHON selects the interpreter (default: python on PATH, e.g. an activated venv).
+# pytest runs from a temporary directory with --import-mode=importlib, so neither the
+# checkout root nor python/ lands on sys.path: `import histcore` finds the installed
+# package. With CI=true the run refuses a histcore that is not in site-packages.
+# Exit code: pytest's, except that "no tests collected" (5) is a failure too.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-python}"
+backend="${HISTCORE_BACKEND:-auto}"
+
+# Paths given on the command line are resolved now: pytest runs elsewhere.
+args=()
+targets=0
+for arg in "$@"; do
+    if [[ "$arg" != -* && -e "$arg" ]]; then
+        args+=("$(cd "$(dirname "$arg")" && pwd)/$(basename "$arg")")
+        targets=$((targets + 1))
+    elif [[ "$arg" != -* && "$arg" == *::* && -e "${arg%%::*}" ]]; then
+        path="${arg%%::*}"
+        args+=("$(cd "$(dirname "$path")" && pwd)/$(basename "$path")::${arg#*::}")
+        targets=$((targets + 1))
+    else
+        args+=("$arg")
+    fi
+done
+if [[ $targets -eq 0 ]]; then
+    args+=("$repo/tests")
+fi
+
+workdir="$(mktemp -d)"
+trap 'rm -rf "$workdir"' EXIT
+cd "$workdir"
+
+location="$("$python" -c 'import histcore; print(histcore.__file__)')" || {
+    echo "scripts/test.sh: histcore is not importable with $python (install it first)" >&2
+    exit 1
+}
+echo "scripts/test.sh: histcore from $location (HISTCORE_BACKEND=$backend)"
+if [[ "${CI:-}" == "true" && "$location" != */site-packages/histcore/* ]]; then
+    echo "scripts/test.sh: CI must test the installed package, not $location" >&2
+    exit 1
+fi
+
+status=0
+"$python" -m pytest \
+    --import-mode=importlib \
+    -p no:cacheprovider \
+    -ra \
+    --rootdir "$repo" \
+    -c "$repo/pyproject.toml" \
+    "${args[@]}" || status=$?
+
+case $status in
+    0) echo "scripts/test.sh: PASSED (HISTCORE_BACKEND=$backend)" ;;
+    5) echo "scripts/test.sh: FAILED: no tests were collected (HISTCORE_BACKEND=$backend)" >&2
+       status=1 ;;
+    *) echo "scripts/test.sh: FAILED with pytest exit code $status (HISTCORE_BACKEND=$backend)" >&2 ;;
+esac
+exit $status

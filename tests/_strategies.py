@@ -1,0 +1,361 @@
+"""Hypothesis strategies and item builders shared by the engine tests.
+
+Histories are drawn from small id pools so duplicated ids and call_ids are common, and
+mix in the awkward values the engines must agree on: lone surrogates, huge integers,
+NaN and -0.0, deep nesting, pydantic models and items that are not dicts at all.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+MAX_DEPTH = 256
+
+CALL_TO_OUTPUT = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+    "computer_call": "computer_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "tool_search_call": "tool_search_output",
+    "program": "program_output",
+}
+CALL_TYPES = tuple(CALL_TO_OUTPUT)
+OUTPUT_TYPES = tuple(CALL_TO_OUTPUT.values())
+HOSTED_TYPES = (
+    "hosted_tool_call",
+    "file_search_call",
+    "web_search_call",
+    "code_interpreter_call",
+    "image_generation_call",
+    "mcp_list_tools",
+    "mcp_call",
+    "mcp_approval_request",
+    "mcp_approval_response",
+)
+# The SDK's input item vocabulary (plus a made-up type) as seen in stored histories.
+SDK_TYPES = (*CALL_TYPES, *OUTPUT_TYPES, *HOSTED_TYPES, "message", "reasoning", "compaction")
+FAKE_ID = "__fake_id__"
+METADATA_KEYS = ("_agents_tool_description", "_agents_tool_title")
+SHELL_STATUSES = (None, "in_progress", "completed", "incomplete")
+
+
+# --- item builders for hand-written cases -------------------------------------------
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def call(call_id: str, arguments: str = "{}", **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "call_id": call_id,
+        "name": "f",
+        "arguments": arguments,
+        **extra,
+    }
+
+
+def output(call_id: str, text: str = "ok", **extra: Any) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text, **extra}
+
+
+def reasoning(item_id: str, text: str = "think") -> dict[str, Any]:
+    return {"type": "reasoning", "id": item_id, "summary": [{"type": "summary_text", "text": text}]}
+
+
+def program(call_id: str) -> dict[str, Any]:
+    return {"type": "program", "call_id": call_id, "code": "run()"}
+
+
+def owned_by(program_call_id: str) -> dict[str, Any]:
+    return {"type": "program", "caller_id": program_call_id}
+
+
+def nested_lists(levels: int) -> Any:
+    """``levels`` nested lists: 1 -> [], 2 -> [[]], ..."""
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def positions(result: list[Any], items: list[Any]) -> list[int]:
+    """Input position of every result element, by identity (each input object once)."""
+    taken: set[int] = set()
+    found: list[int] = []
+    for element in result:
+        for index, item in enumerate(items):
+            if item is element and index not in taken:
+                taken.add(index)
+                found.append(index)
+                break
+        else:
+            raise AssertionError(f"{element!r} is not one of the input objects")
+    return found
+
+
+# --- pydantic items ------------------------------------------------------------------
+
+
+class FunctionCallModel(BaseModel):
+    type: Literal["function_call"] = "function_call"
+    call_id: str
+    name: str = "f"
+    arguments: str = "{}"
+    id: str | None = None
+
+
+class FunctionCallOutputModel(BaseModel):
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: str
+    output: str = "ok"
+
+
+class MessageModel(BaseModel):
+    role: str
+    content: str
+    id: str | None = None
+    type: str | None = None
+
+
+class ReasoningModel(BaseModel):
+    type: Literal["reasoning"] = "reasoning"
+    id: str
+    summary: list[dict[str, str]] = []
+
+
+# --- strategies ----------------------------------------------------------------------
+
+SURROGATES = st.sampled_from(["\ud800", "\udfff", "\ud83d", "\ude00", "\ud83d\ude00"])
+ANY_CHARACTERS = st.characters(codec=None, categories=None, exclude_categories=())
+# Text with every code point, lone surrogates made frequent on purpose.
+unicode_text = st.lists(st.one_of(ANY_CHARACTERS, SURROGATES), max_size=8).map("".join)
+# Text a UTF-8 codec can encode (no lone surrogates).
+encodable_text = st.text(max_size=8)
+
+big_ints = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([2**63, -(2**63), 2**64, -(2**63) - 1, 2**53 + 1, 10**30]),
+    st.integers(),
+)
+any_floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e16, 1e-05, 0.0001, 1.5, 1e22, 5e-324, float("nan")]),
+)
+
+
+def json_values(max_leaves: int = 12) -> st.SearchStrategy[Any]:
+    """JSON-like values: dicts with str keys, lists, tuples and scalars."""
+    scalars = st.one_of(st.none(), st.booleans(), big_ints, any_floats, unicode_text)
+    return st.recursive(
+        scalars,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.lists(children, max_size=3).map(tuple),
+            st.dictionaries(unicode_text, children, max_size=4),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+def plain_json(
+    text: st.SearchStrategy[str], floats: st.SearchStrategy[float]
+) -> st.SearchStrategy[Any]:
+    """Values json.dumps encodes the way it decodes them: str keys, lists, no tuples."""
+    scalars = st.one_of(st.none(), st.booleans(), big_ints, floats, text)
+    return st.recursive(
+        scalars,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4), st.dictionaries(text, children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+
+
+@st.composite
+def deep_values(draw: st.DrawFn) -> tuple[int, Any]:
+    """(container depth, value) for lists/tuples/dicts nested around MAX_DEPTH."""
+    levels = draw(st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3))
+    value: Any = draw(st.sampled_from([[], {}, 1, "x"]))
+    depth = levels + (1 if isinstance(value, (list, dict)) else 0)
+    shapes = draw(st.lists(st.sampled_from("ldt"), min_size=levels, max_size=levels))
+    for shape in shapes:
+        value = [value] if shape == "l" else (value,) if shape == "t" else {"k": value}
+    return depth, value
+
+
+class _Unencodable:
+    """A value with no JSON form: encoded as the JSON string of its str()."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def __str__(self) -> str:
+        return f"<unencodable {self.tag!r}>"
+
+    def __repr__(self) -> str:
+        return f"_Unencodable({self.tag!r})"
+
+
+exotic_values = st.one_of(
+    st.builds(_Unencodable, st.text(max_size=4)),
+    st.frozensets(st.integers(0, 3), max_size=3),
+    st.binary(max_size=4),
+)
+
+
+# Built once: constructing recursive strategies on every draw is slow.
+_ITEM_PAYLOADS = st.one_of(json_values(max_leaves=4), exotic_values)
+_SDK_PAYLOADS = st.one_of(st.none(), st.integers(0, 3), encodable_text)
+
+
+def _item_dict(
+    draw: st.DrawFn, types: tuple[str, ...], value: st.SearchStrategy[Any], sdk_shaped: bool
+) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    kind = draw(st.sampled_from(types))
+    if draw(st.integers(0, 9)) or sdk_shaped:
+        item["type"] = kind
+    if kind == "message" or (not sdk_shaped and draw(st.integers(0, 6)) == 0):
+        item["role"] = draw(st.sampled_from(["user", "assistant", "system", None]))
+    if draw(st.booleans()):
+        item["call_id"] = draw(st.sampled_from(["c0", "c1", "c2", "c3"]))
+    if draw(st.integers(0, 2)) == 0:
+        item["id"] = draw(st.sampled_from(["i0", "i1", "i2", FAKE_ID]))
+    if kind == "mcp_approval_response" or draw(st.integers(0, 9)) == 0:
+        item["approval_request_id"] = draw(st.sampled_from(["a0", "a1"]))
+    if kind == "shell_call" and draw(st.booleans()):
+        item["status"] = draw(st.sampled_from(SHELL_STATUSES))
+    if draw(st.integers(0, 3)) == 0:
+        item["caller"] = {"type": "program", "caller_id": draw(st.sampled_from(["c0", "c1"]))}
+    if draw(st.integers(0, 5)) == 0:
+        item[draw(st.sampled_from(METADATA_KEYS))] = "meta"
+    if not sdk_shaped and draw(st.integers(0, 9)) == 0:
+        # Wrong-typed identifiers must be ignored, not crash.
+        item[draw(st.sampled_from(["call_id", "id", "type", "role"]))] = draw(
+            st.one_of(st.integers(-2, 2), st.none(), st.lists(st.integers(), max_size=2))
+        )
+    item["payload"] = draw(value)
+    return item
+
+
+@st.composite
+def history_items(draw: st.DrawFn, *, with_models: bool = True, junk: bool = True) -> Any:
+    """One item of an engine-level history (dicts, models, junk)."""
+    choice = draw(st.integers(0, 19))
+    if junk and choice == 0:
+        return draw(
+            st.one_of(
+                st.none(),
+                st.integers(),
+                st.text(max_size=3),
+                st.lists(st.integers(), max_size=2),
+                st.just(("a",)),
+            )
+        )
+    if with_models and choice == 1:
+        call_id = draw(st.sampled_from(["c0", "c1", "c2"]))
+        return draw(
+            st.sampled_from(
+                [
+                    FunctionCallModel(call_id=call_id),
+                    FunctionCallModel(type="function_call", call_id=call_id),
+                    FunctionCallOutputModel(type="function_call_output", call_id=call_id),
+                    MessageModel(role="user", content="hi"),
+                    ReasoningModel(type="reasoning", id="i0"),
+                ]
+            )
+        )
+    return _item_dict(draw, SDK_TYPES, _ITEM_PAYLOADS, sdk_shaped=False)
+
+
+def histories(
+    *, with_models: bool = True, junk: bool = True, max_size: int = 14
+) -> st.SearchStrategy[list[Any]]:
+    return st.lists(history_items(with_models=with_models, junk=junk), max_size=max_size)
+
+
+@st.composite
+def sdk_items(draw: st.DrawFn) -> dict[str, Any]:
+    """Dicts shaped like the SDK's stored input items (str types from its vocabulary)."""
+    kind = draw(st.sampled_from(SDK_TYPES))
+    if kind == "tool_search_call" or kind == "tool_search_output":
+        # Anonymous tool searches: no call_id, or an explicit null.
+        anonymous = draw(st.integers(0, 2))
+        item: dict[str, Any] = {"type": kind}
+        if anonymous == 1:
+            item["call_id"] = None
+        elif anonymous == 2:
+            item["call_id"] = draw(st.sampled_from(["c0", "c1"]))
+        return item
+    return _item_dict(draw, (kind,), _SDK_PAYLOADS, sdk_shaped=True)
+
+
+def sdk_histories(max_size: int = 14) -> st.SearchStrategy[list[dict[str, Any]]]:
+    return st.lists(sdk_items(), max_size=max_size)
+
+
+@st.composite
+def call_output_sequences(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Calls, outputs, reasoning and messages over a few call ids, in random order.
+
+    Each example uses one or two call types and two call ids, so calls meet their
+    outputs (and their duplicates) often.
+    """
+    kinds = draw(st.lists(st.sampled_from(CALL_TYPES), min_size=1, max_size=2, unique=True))
+    items: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, 16))):
+        what = draw(
+            st.sampled_from(["call", "call", "output", "output", "reasoning", "message", "hosted"])
+        )
+        kind = draw(st.sampled_from(kinds))
+        call_id = draw(st.sampled_from(["c0", "c1"]))
+        version = draw(st.integers(0, 3))
+        if what == "call":
+            items.append({"type": kind, "call_id": call_id, "v": version})
+        elif what == "output":
+            items.append({"type": CALL_TO_OUTPUT[kind], "call_id": call_id, "v": version})
+        elif what == "reasoning":
+            items.append(
+                {"type": "reasoning", "id": draw(st.sampled_from(["r0", "r1"])), "v": version}
+            )
+        elif what == "hosted":
+            items.append(
+                {"type": "web_search_call", "id": draw(st.sampled_from(["w0", "w1"])), "v": version}
+            )
+        else:
+            items.append({"role": "user", "content": str(version)})
+    return items
+
+
+@st.composite
+def callback_rounds(draw: st.DrawFn) -> tuple[list[Any], list[Any], list[Any]]:
+    """(history, new_items, combined) as a session input callback could return them.
+
+    ``combined`` mixes the very history/new objects, deep copies of them (content
+    reconstructions) and items the callback made up.
+    """
+    history = draw(histories(max_size=6))
+    new_items = draw(histories(max_size=5))
+    combined: list[Any] = []
+    for _ in range(draw(st.integers(0, 12))):
+        source = draw(st.sampled_from(["history", "new", "copy", "made_up"]))
+        pool = history if source == "history" else new_items
+        if source in ("history", "new") and pool:
+            combined.append(draw(st.sampled_from(pool)))
+        elif source == "copy" and (history or new_items):
+            combined.append(copy.deepcopy(draw(st.sampled_from(history + new_items))))
+        else:
+            combined.append(draw(history_items()))
+    return history, new_items, combined
