@@ -29,11 +29,26 @@ pub fn is_metadata_key(key: &[u8]) -> bool {
 const LOW_BITS: u64 = 0x0101_0101_0101_0101;
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
-/// Non-zero when some byte of `word` may need escaping: a control byte, `"`, `\`, or the
-/// lead byte `0xED` of a (possible) surrogate. False positives are fine (the caller then
-/// looks byte by byte); false negatives are impossible.
+/// Bytes that may need escaping: control bytes, `"`, `\`, and the lead byte `0xED` of a
+/// (possible) lone surrogate.
+const CANDIDATE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table[0xED] = true;
+    table
+};
+
+/// The high bit of each byte of `word` that is an escape candidate (see [`CANDIDATE`]),
+/// plus possibly bits of bytes *after* the first candidate (borrows only run upwards).
+/// So the lowest set bit always marks the first candidate exactly.
 #[inline]
-fn may_need_escape(word: u64) -> u64 {
+fn candidate_bits(word: u64) -> u64 {
     let below_space = word.wrapping_sub(LOW_BITS * 0x20) & !word;
     let quote = word ^ (LOW_BITS * u64::from(b'"'));
     let backslash = word ^ (LOW_BITS * u64::from(b'\\'));
@@ -43,6 +58,80 @@ fn may_need_escape(word: u64) -> u64 {
         | (backslash.wrapping_sub(LOW_BITS) & !backslash)
         | (surrogate_lead.wrapping_sub(LOW_BITS) & !surrogate_lead))
         & HIGH_BITS
+}
+
+/// Copy the clean bytes of `text` from `from` onwards to `out`, up to the first escape
+/// candidate; returns its position (or `text.len()`). Clean words are stored before they
+/// are checked, which is fine: `out` has room for the whole rest of the text, and the
+/// bytes past the first candidate are not counted into its length.
+///
+/// The caller guarantees `out.capacity() - out.len() >= text.len() - from`.
+#[inline]
+fn copy_clean(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> usize {
+    debug_assert!(out.capacity() - out.len() >= text.len() - from);
+    let mut to = out.len();
+    let target = out.as_mut_ptr();
+    // SAFETY (every write below): `to - out.len() == from - start`, and each write of `n`
+    // bytes happens only while `text.len() - from >= n`, so it stays inside the capacity
+    // the caller guarantees. `set_len` only counts bytes copied from clean text.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8, _mm_storeu_si128,
+        };
+        // SSE2 is part of the x86_64 baseline.
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let surrogate_lead = _mm_set1_epi8(0xEDu8 as i8);
+        let last_control = _mm_set1_epi8(0x1F);
+        while from + 16 <= text.len() {
+            let chunk = _mm_loadu_si128(text.as_ptr().add(from).cast::<__m128i>());
+            _mm_storeu_si128(target.add(to).cast::<__m128i>(), chunk);
+            // `min(byte, 0x1F) == byte` exactly when the byte is a control (unsigned).
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(chunk, last_control), chunk);
+            let hits = _mm_or_si128(
+                _mm_or_si128(control, _mm_cmpeq_epi8(chunk, quote)),
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(chunk, backslash),
+                    _mm_cmpeq_epi8(chunk, surrogate_lead),
+                ),
+            );
+            let mask = _mm_movemask_epi8(hits);
+            if mask != 0 {
+                let clean = mask.trailing_zeros() as usize;
+                out.set_len(to + clean);
+                return from + clean;
+            }
+            from += 16;
+            to += 16;
+        }
+    }
+    unsafe {
+        while let Some(chunk) = text.get(from..from + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+            target.add(to).cast::<u64>().write_unaligned(word.to_le());
+            let bits = candidate_bits(word);
+            if bits != 0 {
+                // Little-endian order: the lowest bits belong to the first byte.
+                let clean = (bits.trailing_zeros() / 8) as usize;
+                out.set_len(to + clean);
+                return from + clean;
+            }
+            from += 8;
+            to += 8;
+        }
+        while let Some(&byte) = text.get(from) {
+            if CANDIDATE[usize::from(byte)] {
+                break;
+            }
+            target.add(to).write(byte);
+            from += 1;
+            to += 1;
+        }
+        out.set_len(to);
+    }
+    from
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -58,20 +147,11 @@ fn push_unicode_escape(out: &mut Vec<u8>, code: u32) {
 /// characters as `\b \f \n \r \t` or `\u00XX`, lone surrogates as `\udXXX` (lowercase hex),
 /// everything else as raw UTF-8.
 pub fn write_string(out: &mut Vec<u8>, text: &[u8]) {
+    // Room for the quotes and the text as it is; escapes reserve more as they come.
     out.reserve(text.len() + 2);
     out.push(b'"');
-    let mut clean_from = 0;
-    let mut index = 0;
-    while index < text.len() {
-        // Skip clean 8-byte words quickly; long message texts are mostly clean.
-        while let Some(chunk) = text.get(index..index + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
-            if may_need_escape(word) != 0 {
-                break;
-            }
-            index += 8;
-        }
-        let Some(&byte) = text.get(index) else { break };
+    let mut index = copy_clean(out, text, 0);
+    while let Some(&byte) = text.get(index) {
         let escape: &[u8] = match byte {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -83,11 +163,14 @@ pub fn write_string(out: &mut Vec<u8>, text: &[u8]) {
             0x00..=0x1F => b"",
             0xED if text.get(index + 1).is_some_and(|&next| next >= 0xA0) => b"",
             _ => {
-                index += 1;
+                // 0xED leading an ordinary character (U+D000..U+D7FF).
+                out.push(byte);
+                index = copy_clean(out, text, index + 1);
                 continue;
             }
         };
-        out.extend_from_slice(&text[clean_from..index]);
+        // An escape takes at most 6 bytes for at least 1 byte of text.
+        out.reserve(text.len() - index + 6);
         if !escape.is_empty() {
             out.extend_from_slice(escape);
             index += 1;
@@ -101,9 +184,8 @@ pub fn write_string(out: &mut Vec<u8>, text: &[u8]) {
             push_unicode_escape(out, 0xD000 | (middle << 6) | last);
             index = (index + 3).min(text.len());
         }
-        clean_from = index;
+        index = copy_clean(out, text, index);
     }
-    out.extend_from_slice(&text[clean_from..]);
     out.push(b'"');
 }
 
@@ -266,6 +348,71 @@ mod tests {
         let text = "0123456789abcdef\"0123456\n89abcdef".repeat(3);
         let expected = format!("\"{}\"", text.replace('"', "\\\"").replace('\n', "\\n"));
         assert_eq!(string(text.as_bytes()), expected);
+    }
+
+    fn naive_candidate(text: &[u8], from: usize) -> usize {
+        (from..text.len())
+            .find(|&index| CANDIDATE[usize::from(text[index])])
+            .unwrap_or(text.len())
+    }
+
+    #[test]
+    fn clean_copies_stop_exactly_at_the_first_candidate() {
+        // Every byte value at every position of 0..40-byte texts, over backgrounds that
+        // provoke borrows in the word scan, with a second candidate after it.
+        for background in [b'a', 0x21, 0x80, 0xEC, 0xFF] {
+            for length in 0..40 {
+                for position in 0..length {
+                    for byte in 0..=255u8 {
+                        let mut text = vec![background; length];
+                        text[position] = byte;
+                        if position + 3 < length {
+                            text[position + 3] = b'"';
+                        }
+                        for from in [0, position, position + 1] {
+                            let expected = naive_candidate(&text, from);
+                            let mut out = Vec::with_capacity(length + 1);
+                            out.push(b'>');
+                            assert_eq!(copy_clean(&mut out, &text, from), expected, "{text:?}");
+                            assert_eq!(out[1..], text[from..expected]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strings_escape_every_candidate_byte_at_every_position() {
+        for position in 0..40 {
+            for byte in 0..0x80u8 {
+                let mut text = vec![b'x'; 40];
+                text[position] = byte;
+                let text = String::from_utf8(text).unwrap();
+                let expected = reference_string(&text);
+                assert_eq!(string(text.as_bytes()), expected, "{position} {byte}");
+            }
+        }
+    }
+
+    /// A character-by-character statement of the canonical string form (for valid UTF-8).
+    fn reference_string(text: &str) -> String {
+        let mut out = String::from("\"");
+        for character in text.chars() {
+            match character {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\0'..='\u{1f}' => out.push_str(&format!("\\u{:04x}", u32::from(character))),
+                _ => out.push(character),
+            }
+        }
+        out.push('"');
+        out
     }
 
     #[test]

@@ -12,7 +12,50 @@ use pyo3::{ffi, intern};
 use crate::canonical::{self, MAX_DEPTH};
 use crate::text::{str_bytes, Text};
 
-type Entry<'py> = (Text<'py>, Bound<'py, PyAny>);
+/// A dict entry waiting to be written in key order.
+struct Entry<'py> {
+    /// The first 8 key bytes, big-endian and zero-padded: orders keys exactly like their
+    /// bytes whenever it differs, so most comparisons end here.
+    prefix: u64,
+    key: Text<'py>,
+    value: Bound<'py, PyAny>,
+}
+
+impl<'py> Entry<'py> {
+    fn new(key: Text<'py>, value: Bound<'py, PyAny>) -> Self {
+        Entry {
+            prefix: key_prefix(key.as_ref()),
+            key,
+            value,
+        }
+    }
+
+    fn set_key(&mut self, key: Text<'py>) {
+        self.prefix = key_prefix(key.as_ref());
+        self.key = key;
+    }
+}
+
+#[inline]
+fn key_prefix(key: &[u8]) -> u64 {
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    // Short keys: byte by byte (a copy of unknown length would call `memcpy`).
+    let mut prefix = 0u64;
+    for (index, &byte) in key.iter().enumerate() {
+        prefix |= u64::from(byte) << (56 - 8 * index);
+    }
+    prefix
+}
+
+/// Byte order of keys (the prefix decides unless it ties).
+#[inline]
+fn key_order(a: &Entry<'_>, b: &Entry<'_>) -> std::cmp::Ordering {
+    a.prefix
+        .cmp(&b.prefix)
+        .then_with(|| a.key.as_ref().cmp(b.key.as_ref()))
+}
 
 /// The error for containers nested deeper than `MAX_DEPTH` (also raised for cycles).
 pub fn depth_error() -> PyErr {
@@ -186,15 +229,15 @@ impl<'py> Encoder<'py> {
             .dict_entries(value, top, exact, &mut entries)
             .and_then(|()| {
                 // Stable, so keys that read the same (`1` and `"1"`) keep their dict order.
-                entries.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
+                entries.sort_by(key_order);
                 self.out.push(b'{');
-                for (position, (key, member)) in entries.iter().enumerate() {
+                for (position, entry) in entries.iter().enumerate() {
                     if position > 0 {
                         self.out.push(b',');
                     }
-                    canonical::write_string(&mut self.out, key.as_ref());
+                    canonical::write_string(&mut self.out, entry.key.as_ref());
                     self.out.push(b':');
-                    self.value(member, depth + 1, false)?;
+                    self.value(&entry.value, depth + 1, false)?;
                 }
                 self.out.push(b'}');
                 Ok(())
@@ -218,17 +261,30 @@ impl<'py> Encoder<'py> {
             if key.is_exact_instance_of::<PyString>() {
                 let text = Text::of_str(key)?;
                 if !(top && canonical::is_metadata_key(text.as_ref())) {
-                    entries.push((text, member));
+                    entries.push(Entry::new(text, member));
                 }
             } else {
                 self.deferred_keys.push((entries.len(), key));
-                entries.push((Text::Static(b""), member));
+                entries.push(Entry::new(Text::Static(b""), member));
             }
             Ok(())
         };
         if exact {
-            // SAFETY: the caller checked for an exact dict.
-            for (key, member) in unsafe { value.cast_unchecked::<PyDict>() }.iter() {
+            let mut position: ffi::Py_ssize_t = 0;
+            let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut member: *mut ffi::PyObject = std::ptr::null_mut();
+            // The plain C walk (no size check per step): nothing in this loop runs Python
+            // code, so the dict cannot change under it.
+            while unsafe { ffi::PyDict_Next(value.as_ptr(), &mut position, &mut key, &mut member) }
+                != 0
+            {
+                // SAFETY: PyDict_Next yields borrowed, non-null pointers; own them at once.
+                let (key, member) = unsafe {
+                    (
+                        Bound::from_borrowed_ptr(self.py, key),
+                        Bound::from_borrowed_ptr(self.py, member),
+                    )
+                };
                 push(key, member)?;
             }
         } else {
@@ -251,7 +307,7 @@ impl<'py> Encoder<'py> {
             } else {
                 Text::of_str_call(&key)?
             };
-            entries[position].0 = text;
+            entries[position].set_key(text);
         }
         for position in metadata_positions.into_iter().rev() {
             entries.remove(position);
