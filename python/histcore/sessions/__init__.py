@@ -1,0 +1,26 @@
+"""Session stores and session-input preparation.
+
+``Session`` is the protocol every store follows (``SessionABC`` the base class of
+histcore's own); ``MemorySession`` and ``SQLiteSession`` are the backends;
+``prepare_input_with_session`` builds a turn's model input from the history and the
+new input, and ``save_turn_to_session`` persists a finished turn.
+"""
+
+from __future__ import annotations
+
+from .base import InputItem, Session, SessionABC, SessionInputCallback, SessionSettings
+from .memory import MemorySession
+from .prepare import prepare_input_with_session, save_turn_to_session
+from .sqlite import SQLiteSession
+
+__all__ = [
+    "InputItem",
+    "MemorySession",
+    "SQLiteSession",
+    "Session",
+    "SessionABC",
+    "SessionInputCallback",
+    "SessionSettings",
+    "prepare_input_with_session",
+    "save_turn_to_session",
+]

@@ -1,0 +1,152 @@
+"""Items to stored JSON text and back, fast, and readable by the Agents SDK both ways.
+
+Encoding uses orjson. What orjson refuses but the standard ``json`` module writes
+(non-str dict keys, ints beyond 64 bits, lone surrogates, very deep nesting) and
+non-finite floats (which orjson would silently turn into ``null``) are written by
+``json.dumps``, exactly as the SDK writes every row. Models (objects with
+``model_dump()``) are stored as ``model_dump(exclude_unset=True)``.
+
+Decoding uses orjson and retries what it rejects with ``json.loads`` (the SDK writes
+``NaN``/``Infinity`` tokens that orjson does not read). A row neither can read is
+corrupt: the caller skips and reports it. Known loss: an integer beyond 64 bits that
+orjson reads comes back as a float, as orjson decodes it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from itertools import compress, repeat
+from operator import contains
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "CorruptRow",
+    "decode_row",
+    "decode_rows",
+    "encode_items",
+    "encode_items_utf8",
+]
+
+_NULL = b"null"
+
+
+class CorruptRow(ValueError):
+    """A stored row that is not JSON."""
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is not None and callable(dump):
+        return dump(exclude_unset=True)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _has_non_finite(value: Any) -> bool:
+    """True when a non-finite float sits anywhere in ``value`` (orjson writes it as null)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(member) for member in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_non_finite(member) for member in value)
+    return False
+
+
+def _stdlib_text(item: Any, index: int, cause: BaseException | None) -> bytes:
+    try:
+        return json.dumps(item, default=_default).encode()
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = cause if cause is not None else exc
+        raise TypeError(f"items[{index}] cannot be encoded as JSON: {reason}") from exc
+
+
+def _as_dict(item: Any, index: int) -> dict[str, Any]:
+    if isinstance(item, dict):
+        return item
+    dump = getattr(item, "model_dump", None)
+    if dump is not None and callable(dump):
+        dumped = dump(exclude_unset=True)
+        if isinstance(dumped, dict):
+            return dumped
+    raise TypeError(
+        f"items[{index}] is a {type(item).__name__}, not an input item "
+        "(a dict or a model with model_dump())"
+    )
+
+
+def encode_items(items: list[Any]) -> list[str]:
+    """The stored JSON text of every item, in order (see ``encode_items_utf8``)."""
+    return [data.decode() for data in encode_items_utf8(items)]
+
+
+def encode_items_utf8(items: list[Any]) -> list[bytes]:
+    """The stored JSON text of every item as UTF-8 bytes, in order.
+
+    Raises TypeError naming the first item that is not an input item or cannot be
+    encoded (``items[3] cannot be encoded as JSON: ...``); then nothing is returned, so
+    a caller that encodes before writing writes nothing.
+    """
+    if not set(map(type, items)) <= {dict}:
+        items = [_as_dict(item, index) for index, item in enumerate(items)]
+    dumps = orjson.dumps
+    try:
+        encoded = [dumps(item, default=_default) for item in items]
+    except TypeError:
+        encoded = []
+        for index, item in enumerate(items):
+            try:
+                encoded.append(dumps(item, default=_default))
+            except TypeError as exc:
+                # orjson refuses some values json writes (big ints, int keys, ...).
+                encoded.append(_stdlib_text(item, index, exc))
+    # Only an item whose text holds "null" can hold a non-finite float (C-level scan).
+    for index in compress(range(len(encoded)), map(contains, encoded, repeat(_NULL))):
+        if _has_non_finite(items[index]):
+            encoded[index] = _stdlib_text(items[index], index, None)
+    return encoded
+
+
+def decode_row(data: object) -> Any:
+    """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON."""
+    if not isinstance(data, (bytes, str)):
+        raise CorruptRow(f"message_data is {type(data).__name__}, not JSON text")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise CorruptRow(str(exc)) from None
+
+
+def decode_rows(
+    rows: list[tuple[int, Any]],
+) -> tuple[list[int], list[Any], list[tuple[int, str]]]:
+    """Decode ``(row_id, message_data)`` rows: ``(ids, items, corrupt)``.
+
+    ``corrupt`` lists ``(row_id, reason)`` of the rows that are not JSON; they are left
+    out of ``ids`` and ``items``.
+    """
+    loads = orjson.loads
+    try:
+        items = [loads(data) for _, data in rows]
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    else:
+        return [row_id for row_id, _ in rows], items, []
+    ids: list[int] = []
+    items = []
+    corrupt: list[tuple[int, str]] = []
+    for row_id, data in rows:
+        try:
+            item = decode_row(data)
+        except CorruptRow as exc:
+            corrupt.append((row_id, str(exc)))
+            continue
+        ids.append(row_id)
+        items.append(item)
+    return ids, items, corrupt

@@ -1,0 +1,136 @@
+"""The session contract: ``SessionSettings``, the ``Session`` protocol and ``SessionABC``.
+
+A session stores one conversation's input items in order. ``Session`` is a
+runtime-checkable protocol, so any object with the right attributes works (the OpenAI
+Agents SDK's sessions included); ``SessionABC`` is the base class histcore's own
+backends derive from.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+__all__ = [
+    "InputItem",
+    "Session",
+    "SessionABC",
+    "SessionInputCallback",
+    "SessionSettings",
+    "check_limit",
+    "resolve_limit",
+]
+
+#: An input item: a JSON-like dict, or a model with ``model_dump()`` (read as
+#: ``model_dump(exclude_unset=True)``).
+InputItem: TypeAlias = Any
+
+#: ``session_input_callback(history, new_items)``: returns the model input as a list,
+#: directly or as an awaitable. It gets deep copies and may change them freely.
+SessionInputCallback: TypeAlias = Callable[
+    [list[Any], list[Any]], "list[Any] | Awaitable[list[Any]]"
+]
+
+
+def check_limit(limit: object, name: str = "limit") -> int | None:
+    """``limit`` if it is None or an int >= 0; otherwise a TypeError/ValueError naming it."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"{name} must be an int >= 0 or None, not {type(limit).__name__}")
+    if limit < 0:
+        raise ValueError(f"{name} must be an int >= 0 or None, got {limit}")
+    return limit
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """How a session is read. ``limit``: read only the latest ``limit`` items (None: all)."""
+
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        check_limit(self.limit, "SessionSettings.limit")
+
+    def resolve(self, override: object) -> SessionSettings:
+        """These settings with every non-None value of ``override`` laid over them.
+
+        ``override`` may be a ``SessionSettings``, any object with a ``limit``
+        attribute (such as the OpenAI Agents SDK's settings), a mapping, or None.
+        """
+        limit = _limit_of(override, "session_settings")
+        return self if limit is None else replace(self, limit=limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
+
+def _limit_of(settings: object, name: str) -> int | None:
+    """The ``limit`` carried by a settings object, a mapping, or None."""
+    if settings is None:
+        return None
+    if isinstance(settings, Mapping):
+        unknown = set(settings) - {"limit"}
+        if unknown:
+            raise ValueError(f"{name} has unknown keys: {', '.join(sorted(map(str, unknown)))}")
+        return check_limit(settings.get("limit"), f"{name}['limit']")
+    if not hasattr(settings, "limit"):
+        raise TypeError(
+            f"{name} must be a SessionSettings, a mapping or None, not {type(settings).__name__}"
+        )
+    return check_limit(settings.limit, f"{name}.limit")
+
+
+def resolve_limit(session: object, override: object = None) -> int | None:
+    """The effective read limit: ``override``'s limit if set, else the session's own."""
+    limit = _limit_of(override, "session_settings")
+    if limit is not None:
+        return limit
+    return _limit_of(getattr(session, "session_settings", None), "session.session_settings")
+
+
+@runtime_checkable
+class Session(Protocol):
+    """What histcore needs from a session store.
+
+    ``get_items(limit)`` returns the latest ``limit`` items (all when None) oldest
+    first; ``add_items`` appends a batch, all of it or nothing; ``pop_item`` removes and
+    returns the newest item (None when empty); ``clear_session`` removes everything.
+    """
+
+    session_id: str
+    session_settings: SessionSettings | None
+
+    async def get_items(self, limit: int | None = None) -> list[InputItem]: ...
+
+    async def add_items(self, items: list[InputItem]) -> None: ...
+
+    async def pop_item(self) -> InputItem | None: ...
+
+    async def clear_session(self) -> None: ...
+
+
+class SessionABC(ABC):
+    """Base class of histcore's session backends (see ``Session`` for the contract)."""
+
+    session_id: str
+    session_settings: SessionSettings | None = None
+
+    @abstractmethod
+    async def get_items(self, limit: int | None = None) -> list[InputItem]:
+        """The latest ``limit`` items (all when None, else the session's own limit),
+        oldest first, as objects the caller owns."""
+
+    @abstractmethod
+    async def add_items(self, items: list[InputItem]) -> None:
+        """Append ``items`` in order: all of them, or none when anything fails."""
+
+    @abstractmethod
+    async def pop_item(self) -> InputItem | None:
+        """Remove and return the newest item, or None when the session is empty."""
+
+    @abstractmethod
+    async def clear_session(self) -> None:
+        """Remove every item of this session."""

@@ -1,0 +1,72 @@
+"""``MemorySession``: a session held in this process's memory.
+
+Items are kept as their stored JSON text, the same encoding ``SQLiteSession`` writes,
+so both backends accept, refuse and return exactly the same things, and every read
+hands out freshly decoded objects that the caller may change at will.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ._codec import decode_row, encode_items_utf8
+from ._gc import collector_paused
+from .base import InputItem, SessionABC, SessionSettings, check_limit, resolve_limit
+
+__all__ = ["MemorySession", "items_argument"]
+
+
+def items_argument(items: object) -> list[Any]:
+    """``items`` as a list, or a TypeError saying what was passed instead."""
+    if isinstance(items, list):
+        return items
+    if isinstance(items, tuple):
+        return list(items)
+    raise TypeError(f"items must be a list of input items, not {type(items).__name__}")
+
+
+class MemorySession(SessionABC):
+    """An in-memory session; thread-safe, lost when the process ends."""
+
+    def __init__(
+        self, session_id: str = "default", session_settings: SessionSettings | None = None
+    ) -> None:
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        self.session_id = session_id
+        self.session_settings = session_settings or SessionSettings()
+        self._texts: list[bytes] = []
+        self._lock = threading.Lock()
+
+    async def get_items(self, limit: int | None = None) -> list[InputItem]:
+        limit = check_limit(limit)
+        if limit is None:
+            limit = resolve_limit(self)
+        with self._lock:
+            texts = (
+                self._texts if limit is None else self._texts[max(0, len(self._texts) - limit) :]
+            )
+            with collector_paused():
+                return [decode_row(text) for text in texts]
+
+    async def add_items(self, items: list[InputItem]) -> None:
+        texts = encode_items_utf8(items_argument(items))
+        with self._lock:
+            self._texts.extend(texts)
+
+    async def pop_item(self) -> InputItem | None:
+        with self._lock:
+            if not self._texts:
+                return None
+            return decode_row(self._texts.pop())
+
+    async def clear_session(self) -> None:
+        with self._lock:
+            self._texts.clear()
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __repr__(self) -> str:
+        return f"MemorySession({self.session_id!r}, items={len(self._texts)})"

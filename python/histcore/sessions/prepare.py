@@ -1,0 +1,226 @@
+"""Session-input preparation and turn persistence (DESIGN.md, "Session input preparation").
+
+``prepare_input_with_session`` turns a turn's new input plus the session history into
+the model input and the items this turn must persist; ``save_turn_to_session``
+writes a finished turn. The item passes (deep copy, classification, orphan pruning,
+latest-value dedupe) are the engine's.
+"""
+
+from __future__ import annotations
+
+import inspect
+from itertools import repeat
+from typing import Any
+
+from .._pure import CALL_TO_OUTPUT_TYPE, METADATA_KEYS
+from ..exceptions import UserError
+from ..items import (
+    classify_callback_output,
+    deduplicate_input_items_preferring_latest,
+    deep_copy_items,
+    drop_orphan_function_calls,
+)
+from ._gc import collector_paused
+from .base import InputItem, Session, SessionInputCallback, resolve_limit
+from .memory import MemorySession
+from .sqlite import SQLiteSession
+
+__all__ = ["prepare_input_with_session", "save_turn_to_session"]
+
+# get_items implementations known to return fresh objects nobody else holds: their
+# history needs no extra deep copy. Subclasses that override get_items are not trusted.
+_FRESH_GET_ITEMS = frozenset({SQLiteSession.get_items, MemorySession.get_items})
+
+
+def _normalised(item: Any) -> Any:
+    """The item as sent to a model: a dict without the SDK's session-only metadata."""
+    if type(item) is not dict:
+        dump = getattr(item, "model_dump", None)
+        if dump is None or not callable(dump):
+            return item
+        item = dump(exclude_unset=True)
+        if not isinstance(item, dict):
+            return item
+    if METADATA_KEYS[0] in item or METADATA_KEYS[1] in item:
+        return {key: value for key, value in item.items() if key not in METADATA_KEYS}
+    return item
+
+
+def _only_dicts(items: list[Any]) -> bool:
+    return set(map(type, items)) <= {dict}
+
+
+def _normalise_all(items: list[Any]) -> list[Any]:
+    """``_normalised`` of every item; the usual case (plain dicts, no metadata) is
+    checked with C-level loops, as histories are long."""
+    if _only_dicts(items) and not any(
+        any(map(dict.__contains__, items, repeat(key))) for key in METADATA_KEYS
+    ):
+        return list(items)
+    return [_normalised(item) for item in items]
+
+
+def _check_items(items: list[Any], where: str) -> None:
+    """Every entry must be an input item: a dict or a model with ``model_dump()``."""
+    if _only_dicts(items):
+        return
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) and not callable(getattr(item, "model_dump", None)):
+            raise UserError(
+                f"{where}[{index}] is a {type(item).__name__}, not an input item "
+                "(a dict or a model with model_dump())"
+            )
+
+
+def _input_items(value: str | list[InputItem], name: str) -> list[Any]:
+    """The new input as a list: a str is one user message."""
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if not isinstance(value, (list, tuple)):
+        raise UserError(
+            f"{name} must be a str or a list of input items, not {type(value).__name__}"
+        )
+    items = list(value)
+    _check_items(items, name)
+    return items
+
+
+def _callback_name(callback: Any) -> str:
+    name = getattr(callback, "__qualname__", None) or getattr(callback, "__name__", None)
+    return f"session_input_callback {name}" if name else f"session_input_callback {callback!r}"
+
+
+async def _history(session: Session, limit: int | None) -> list[Any]:
+    """The session history as fresh objects this call owns, without SDK metadata."""
+    items = await (session.get_items() if limit is None else session.get_items(limit))
+    if not isinstance(items, list):
+        items = list(items)
+    with collector_paused():
+        if getattr(type(session), "get_items", None) not in _FRESH_GET_ITEMS:
+            items = deep_copy_items(items)
+        return _normalise_all(items)
+
+
+async def prepare_input_with_session(
+    input: str | list[InputItem],
+    session: Session | None,
+    session_input_callback: SessionInputCallback | None = None,
+    session_settings: Any = None,
+) -> tuple[list[InputItem], list[InputItem]]:
+    """The model input of a turn and the items it must persist: ``(model_input, to_persist)``.
+
+    History is read from ``session`` (latest ``limit`` items when ``session_settings``
+    or the session's own settings set one); ``input`` (a str is one user message) is
+    the turn's new items. Without a callback the model input is history + new and the
+    new items are persisted. ``session_input_callback(history, new_items)`` gets deep
+    copies of both, may change them, and returns the model input list (or an awaitable
+    of it); each returned item is classified as history (not persisted), a new item
+    (persisted once, at its first position), a repeat, or an item the callback made up
+    (persisted), by identity first and then by content (DESIGN.md, rules 1-6).
+
+    The model input then has its orphan tool calls pruned among the history positions
+    (and, when a limit cut the history, outputs whose call fell outside it), the SDK's
+    session-only metadata keys stripped, and the latest-value dedupe applied. The
+    persisted list keeps callback order. Neither list shares objects with the other,
+    the store, or the caller's input. With ``session=None`` the model input is the new
+    input and nothing is persisted.
+    """
+    new_items = _normalise_all(_input_items(input, "input"))
+    if session is None:
+        return deep_copy_items(new_items), []
+    if session_input_callback is not None and not callable(session_input_callback):
+        raise UserError(
+            f"session_input_callback must be callable or None, not "
+            f"{type(session_input_callback).__name__}"
+        )
+    limit = resolve_limit(session, session_settings)
+    history = await _history(session, limit)
+    new_copies = deep_copy_items(new_items)
+
+    if session_input_callback is None:
+        combined = history + new_copies  # both normalised already
+        history_positions: list[int] | range = range(len(history))
+        persisted = new_items
+    else:
+        # The callback gets its own lists, so it may reorder or extend them in place;
+        # classification compares against these.
+        result = session_input_callback(list(history), list(new_copies))
+        if inspect.isawaitable(result):
+            result = await result
+        name = _callback_name(session_input_callback)
+        if not isinstance(result, list):
+            raise UserError(
+                f"{name} must return a list of input items, not {type(result).__name__}"
+            )
+        _check_items(result, f"the list returned by {name}")
+        history_positions, persisted_positions = classify_callback_output(
+            history, new_copies, result
+        )
+        combined = _normalise_all(result)
+        persisted = [combined[position] for position in persisted_positions]
+
+    pruned = drop_orphan_function_calls(
+        combined,
+        pruning_indexes=history_positions,
+        # A limit can cut a call off its output: such outputs go too, but only
+        # from the history part.
+        output_pruning_indexes=history_positions if limit is not None else None,
+    )
+    model_input = deduplicate_input_items_preferring_latest(pruned)
+    with collector_paused():
+        to_persist = deep_copy_items(persisted)
+    return model_input, to_persist
+
+
+def _outputs_after_calls(items: list[Any]) -> list[Any]:
+    """``items`` with every tool output that came before its call moved just after it."""
+    outputs_of: dict[Any, str] = CALL_TO_OUTPUT_TYPE
+    call_positions: dict[tuple[Any, Any], int] = {}
+    for position, item in enumerate(items):
+        if isinstance(item, dict):
+            output_type = outputs_of.get(item.get("type"))
+            call_id = item.get("call_id")
+            if output_type is not None and isinstance(call_id, str):
+                call_positions.setdefault((output_type, call_id), position)
+    if not call_positions:
+        return items
+    early: dict[int, list[Any]] = {}
+    for position, item in enumerate(items):
+        if isinstance(item, dict):
+            kind, call_id = item.get("type"), item.get("call_id")
+            call_position = call_positions.get((kind, call_id))
+            if call_position is not None and call_position > position:
+                early.setdefault(call_position, []).append(position)
+    if not early:
+        return items
+    moved = {position for positions in early.values() for position in positions}
+    ordered: list[Any] = []
+    for position, item in enumerate(items):
+        if position in moved:
+            continue
+        ordered.append(item)
+        for output_position in early.get(position, ()):
+            ordered.append(items[output_position])
+    return ordered
+
+
+async def save_turn_to_session(
+    session: Session, turn_input: str | list[InputItem], new_items: list[InputItem]
+) -> list[InputItem]:
+    """Persist a finished turn: its input items, then the items the turn produced.
+
+    The batch is normalised (models dumped, session-only metadata stripped), reduced
+    by the latest-value dedupe, and every tool output that precedes its call is moved
+    right after it, so a stored call always comes before its output. The session
+    gets its own copies; the persisted items (as normalised here) are returned.
+    """
+    batch = _normalise_all(_input_items(turn_input, "turn_input"))
+    if not isinstance(new_items, (list, tuple)):
+        raise UserError(f"new_items must be a list of input items, not {type(new_items).__name__}")
+    produced = list(new_items)
+    _check_items(produced, "new_items")
+    batch += _normalise_all(produced)
+    items = _outputs_after_calls(deduplicate_input_items_preferring_latest(batch))
+    if items:
+        await session.add_items(deep_copy_items(items))
+    return items

@@ -1,0 +1,197 @@
+"""``SQLiteSession``: the embedded default session store.
+
+One SQLite connection per session object (WAL, busy timeout), used from worker
+threads one operation at a time, so the event loop never blocks on the database and
+no connection is opened per event loop or per thread. The tables are the OpenAI Agents
+SDK's, so a database written by either library opens and continues in the other. The
+session keeps the history it has read and later fetches only newer rows (see
+``_sqlite_store`` for how changes by other connections are detected).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar
+
+from ..exceptions import SessionError
+from ._codec import encode_items_utf8
+from ._sqlite_store import SQLiteStore, logger
+from .base import InputItem, SessionABC, SessionSettings, check_limit, resolve_limit
+from .memory import items_argument
+
+__all__ = ["SQLiteSession"]
+
+_T = TypeVar("_T")
+
+
+class SQLiteSession(SessionABC):
+    """A session stored in a SQLite file (or ``:memory:``), in the Agents SDK's tables.
+
+    ``busy_timeout``: seconds a write waits for another connection's write to finish.
+    ``cache_history``: keep the decoded history between reads (the default) so a read
+    fetches and decodes only rows appended since the previous one.
+
+    ``close()`` it when done, or use it as a (sync or async) context manager; after
+    that every operation raises ``SessionClosedError``. Rows that are not JSON are
+    skipped with a logged warning and listed in ``skipped_row_ids``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | os.PathLike[str] = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: SessionSettings | None = None,
+        *,
+        busy_timeout: float = 30.0,
+        cache_history: bool = True,
+    ) -> None:
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        if not isinstance(db_path, (str, os.PathLike)):
+            raise TypeError(f"db_path must be a str or a path, not {type(db_path).__name__}")
+        self.session_id = session_id
+        self.db_path = db_path
+        self.session_settings = session_settings or SessionSettings()
+        self.sessions_table = sessions_table
+        self.messages_table = messages_table
+        self._checkpoints: set[asyncio.Future[None]] = set()
+        try:
+            self._store = SQLiteStore(
+                session_id, db_path, sessions_table, messages_table, busy_timeout, cache_history
+            )
+        except sqlite3.Error as exc:
+            raise SessionError(
+                f"cannot open SQLite session store {os.fspath(db_path)!r}: {exc}"
+            ) from exc
+
+    # --- session API ----------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[InputItem]:
+        limit = check_limit(limit)
+        if limit is None:
+            limit = resolve_limit(self)
+        self._store.check_open()
+        return await self._in_worker("get_items", self._store.read, limit)
+
+    async def add_items(self, items: list[InputItem]) -> None:
+        items = items_argument(items)
+        self._store.check_open()
+        if not items:
+            return
+
+        def write() -> bool:
+            # Encoded before the transaction starts: an item that cannot be encoded
+            # raises TypeError naming its position, and nothing is written.
+            return self._store.append(encode_items_utf8(items))
+
+        if await self._finish_in_worker("add_items", write):
+            self._checkpoint_soon()
+
+    async def pop_item(self) -> InputItem | None:
+        self._store.check_open()
+        return await self._finish_in_worker("pop_item", self._store.pop)
+
+    async def clear_session(self) -> None:
+        self._store.check_open()
+        await self._finish_in_worker("clear_session", self._store.clear)
+
+    # --- lifetime -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; waits for an operation in progress. Idempotent."""
+        self._store.close()
+
+    def __enter__(self) -> SQLiteSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> SQLiteSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        # Closing waits for the worker that may still hold the connection.
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    @property
+    def skipped_row_ids(self) -> tuple[int, ...]:
+        """Ids of the rows of this session skipped because they are not JSON."""
+        return self._store.skipped_row_ids
+
+    def __repr__(self) -> str:
+        return f"SQLiteSession({self.session_id!r}, {os.fspath(self.db_path)!r})"
+
+    # --- running blocking work ---------------------------------------------------------
+
+    def _checkpoint_soon(self) -> None:
+        """Checkpoint the WAL in a worker after a large write, without awaiting it."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, self._guarded("checkpoint", self._store.checkpoint))
+        self._checkpoints.add(future)
+        future.add_done_callback(self._checkpoint_done)
+
+    def _checkpoint_done(self, future: asyncio.Future[None]) -> None:
+        self._checkpoints.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            # Harmless: SQLite checkpoints again on a later commit.
+            logger.warning(
+                "session %r: WAL checkpoint failed: %s", self.session_id, future.exception()
+            )
+
+    def _guarded(self, operation: str, work: Callable[..., _T], *args: Any) -> Callable[[], _T]:
+        def run() -> _T:
+            try:
+                return work(*args)
+            except sqlite3.Error as exc:
+                raise SessionError(
+                    f"SQLiteSession {self.session_id!r}: {operation} failed: {exc}"
+                ) from exc
+
+        return run
+
+    async def _in_worker(self, operation: str, work: Callable[..., _T], *args: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._guarded(operation, work, *args))
+
+    async def _finish_in_worker(self, operation: str, work: Callable[..., _T], *args: Any) -> _T:
+        """Run a write to completion even if the caller is cancelled meanwhile.
+
+        A thread cannot be interrupted, so a cancelled caller would otherwise not know
+        whether its write happened. The cancellation is re-raised once the write is over.
+        """
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, self._guarded(operation, work, *args))
+        cancelled: asyncio.CancelledError | None = None
+        while True:
+            try:
+                result = await asyncio.shield(future)
+            except asyncio.CancelledError as exc:
+                if future.done():
+                    raise
+                cancelled = exc
+                continue
+            except BaseException as exc:
+                if cancelled is not None:
+                    raise cancelled from exc
+                raise
+            break
+        if cancelled is not None:
+            raise cancelled
+        return result
