@@ -8,10 +8,15 @@ new input, and ``save_turn_to_session`` persists a finished turn.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .base import InputItem, Session, SessionABC, SessionInputCallback, SessionSettings
 from .memory import MemorySession
 from .prepare import prepare_input_with_session, save_turn_to_session
 from .sqlite import SQLiteSession
+
+if TYPE_CHECKING:
+    from .postgres import PostgresSession
 
 __all__ = [
     "InputItem",
@@ -24,3 +29,12 @@ __all__ = [
     "prepare_input_with_session",
     "save_turn_to_session",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # PostgresSession needs the optional postgres extra (psycopg): import it on use.
+    if name == "PostgresSession":
+        from .postgres import PostgresSession
+
+        return PostgresSession
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

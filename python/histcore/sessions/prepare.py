@@ -9,6 +9,7 @@ latest-value dedupe) are the engine's.
 from __future__ import annotations
 
 import inspect
+import sys
 from itertools import repeat
 from typing import Any
 
@@ -30,6 +31,15 @@ __all__ = ["prepare_input_with_session", "save_turn_to_session"]
 # get_items implementations known to return fresh objects nobody else holds: their
 # history needs no extra deep copy. Subclasses that override get_items are not trusted.
 _FRESH_GET_ITEMS = frozenset({SQLiteSession.get_items, MemorySession.get_items})
+
+
+def _returns_fresh_items(session: Session) -> bool:
+    get_items = getattr(type(session), "get_items", None)
+    if get_items in _FRESH_GET_ITEMS:
+        return True
+    # PostgresSession needs the optional postgres extra: trust it only once imported.
+    postgres = sys.modules.get("histcore.sessions.postgres")
+    return postgres is not None and get_items is postgres.PostgresSession.get_items
 
 
 def _normalised(item: Any) -> Any:
@@ -96,7 +106,7 @@ async def _history(session: Session, limit: int | None) -> list[Any]:
     if not isinstance(items, list):
         items = list(items)
     with collector_paused():
-        if getattr(type(session), "get_items", None) not in _FRESH_GET_ITEMS:
+        if not _returns_fresh_items(session):
             items = deep_copy_items(items)
         return _normalise_all(items)
 
