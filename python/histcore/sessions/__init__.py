@@ -16,7 +16,7 @@ from .prepare import prepare_input_with_session, save_turn_to_session
 from .sqlite import SQLiteSession
 
 if TYPE_CHECKING:
-    from .postgres import PostgresSession
+    from .postgres import PostgresSession as PostgresSession
 
 __all__ = [
     "InputItem",
@@ -34,7 +34,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # PostgresSession needs the optional postgres extra (psycopg): import it on use.
     if name == "PostgresSession":
-        from .postgres import PostgresSession
+        from .postgres import PostgresSession as PostgresSession
 
         return PostgresSession
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
