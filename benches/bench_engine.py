@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from histcore import _pure
 from histcore._bench.engine import (
     BASELINES,

@@ -26,9 +26,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
+
 import histcore.run
 import histcore.run_state
-import pytest
 from histcore import Agent, Runner, RunState, function_tool
 from histcore._bench.generate import generate_history
 from histcore.items import deduplicate_input_items_preferring_latest

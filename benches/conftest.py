@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from histcore._bench.engine import load_rust_engine
 
 

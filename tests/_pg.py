@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from histcore.sessions import MemorySession, SessionABC, SessionSettings, SQLiteSession
 from histcore.state_store import MemoryRunStateStore, RunStateStore, SQLiteRunStateStore
 

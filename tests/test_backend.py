@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import histcore
 import pytest
+
+import histcore
 
 PACKAGE_DIR = Path(histcore.__file__).resolve().parent
 REPORT = (

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
 from histcore import __version__, _pure
 from histcore._bench import command, engine
 from histcore._bench.engine import (

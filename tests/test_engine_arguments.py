@@ -9,9 +9,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from _strategies import MAX_DEPTH, call, nested_lists, output, sdk_histories, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from _strategies import MAX_DEPTH, call, nested_lists, output, sdk_histories, user
 
 NOT_ITEM_LISTS: list[Any] = ["abc", b"abc", bytearray(b"ab"), {"type": "x"}, 5, None, 1.5, object()]
 LIST_FUNCTIONS = (

@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from _strategies import (
     MAX_DEPTH,
     FunctionCallModel,
@@ -23,8 +26,6 @@ from _strategies import (
     plain_json,
     unicode_text,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 PROPERTY = settings(max_examples=150, deadline=None)
 

@@ -7,6 +7,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+
 from _strategies import (
     MAX_DEPTH,
     MessageModel,
@@ -17,7 +19,6 @@ from _strategies import (
     output,
     user,
 )
-from hypothesis import given, settings
 
 PROPERTY = settings(max_examples=150, deadline=None)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from hypothesis import given, settings
+
 from _strategies import (
     CALL_TO_OUTPUT,
     FunctionCallModel,
@@ -20,7 +22,6 @@ from _strategies import (
     reasoning,
     user,
 )
-from hypothesis import given, settings
 
 PROPERTY = settings(max_examples=150, deadline=None)
 

@@ -12,6 +12,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from _strategies import (
     FunctionCallModel,
     callback_rounds,
@@ -22,8 +25,6 @@ from _strategies import (
     nested_lists,
     sdk_histories,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 PROPERTY = settings(max_examples=200, deadline=None)
 

@@ -7,6 +7,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from _strategies import (
     CALL_TO_OUTPUT,
     FunctionCallModel,
@@ -21,8 +24,6 @@ from _strategies import (
     sdk_histories,
     user,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 PROPERTY = settings(max_examples=150, deadline=None)
 

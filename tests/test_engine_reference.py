@@ -20,6 +20,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from _strategies import (
     FunctionCallModel,
     FunctionCallOutputModel,
@@ -31,8 +34,6 @@ from _strategies import (
     sdk_histories,
     sdk_items,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 sdk = pytest.importorskip(
     "agents.run_internal.items",

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from _strategies import positions
 
 VECTORS = Path(__file__).resolve().parent / "vectors"

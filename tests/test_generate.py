@@ -7,6 +7,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from histcore import _pure
 from histcore._bench.generate import (
     DUPLICATE_SHARE,
@@ -16,8 +19,6 @@ from histcore._bench.generate import (
     pending_programs,
     reasoning_run,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 PROPERTY = settings(max_examples=100, deadline=None)
 

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import histcore
 import pytest
+
+import histcore
 from _pg import Backends, backends, in_ci, pg_execute, pg_server, unique
 from histcore.agent import Agent
 from histcore.exceptions import SessionError

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
 from _pg import BACKENDS, Backends, backends, pg_execute
 from histcore.agent import Agent
 from histcore.exceptions import RunStateError

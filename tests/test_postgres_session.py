@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from _pg import BACKENDS, Backends, backends, pg_execute, require_pg, unique
 from histcore import canonical_json
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions import SessionSettings
 from histcore.testing import function_call, function_call_output, text_message, user_message
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 @pytest.fixture(params=BACKENDS)
@@ -352,8 +353,9 @@ def test_bad_arguments_are_named() -> None:
 
 
 async def test_sessions_share_a_pool_and_accept_their_own(pg: Backends) -> None:
-    from histcore.sessions.postgres import PostgresSession, shared_pool
     from psycopg_pool import AsyncConnectionPool
+
+    from histcore.sessions.postgres import PostgresSession, shared_pool
 
     assert await shared_pool(pg.dsn) is await shared_pool(pg.dsn)
     async with AsyncConnectionPool(pg.dsn, kwargs={"autocommit": True}, min_size=1) as pool:
@@ -409,8 +411,9 @@ async def test_a_cancelled_add_items_still_writes_the_whole_batch(pg: Backends) 
 
 
 async def test_a_role_without_create_privilege_uses_tables_made_for_it(pg: Backends) -> None:
-    from histcore.sessions.postgres import PostgresSession
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from histcore.sessions.postgres import PostgresSession
 
     (can_create_roles,) = (
         await pg_execute(

@@ -8,9 +8,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 import histcore.run
 import histcore.run_state
-import pytest
 from histcore.agent import Agent
 from histcore.exceptions import UserError
 from histcore.result import RunResult, RunResultStreaming

@@ -10,6 +10,9 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from histcore.agent import Agent
 from histcore.exceptions import RunStateError, UserError
 from histcore.models.interface import ModelResponse
@@ -17,8 +20,6 @@ from histcore.run import Runner
 from histcore.run_state import SCHEMA_VERSION, RunState
 from histcore.testing import ScriptedModel, function_call, text_message, user_message
 from histcore.tool import ToolApprovalItem, function_tool
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 @function_tool(needs_approval=True)

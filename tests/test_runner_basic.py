@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+
 from histcore import items
 from histcore.agent import Agent
 from histcore.exceptions import HistcoreError, MaxTurnsExceeded, ModelBehaviorError, UserError

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+
 from histcore.agent import Agent
 from histcore.exceptions import MaxTurnsExceeded, UserError
 from histcore.result import RunResult, RunResultStreaming

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import pytest
+
 from histcore.exceptions import ModelBehaviorError, UserError
 from histcore.tool import (
     FunctionTool,

@@ -18,9 +18,7 @@ _CHOICES = ("auto", "rust", "python")
 def _load() -> tuple[ModuleType, Literal["rust", "python"]]:
     choice = os.environ.get("HISTCORE_BACKEND", "auto").strip().lower() or "auto"
     if choice not in _CHOICES:
-        raise ImportError(
-            f"HISTCORE_BACKEND must be one of {', '.join(_CHOICES)}, not {choice!r}"
-        )
+        raise ImportError(f"HISTCORE_BACKEND must be one of {', '.join(_CHOICES)}, not {choice!r}")
     if choice == "python":
         from . import _pure
 

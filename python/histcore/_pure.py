@@ -499,9 +499,7 @@ def drop_orphan_function_calls(
         else:
             follower_dropped = orphaned[index]
     return [
-        item
-        for index, item in enumerate(items)
-        if not dropped[index] and not drop_reasoning[index]
+        item for index, item in enumerate(items) if not dropped[index] and not drop_reasoning[index]
     ]
 
 
