@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -195,36 +196,33 @@ def deduplicate_input_items_preferring_latest(items: Iterable[Any]) -> list[Any]
 # --- canonical content form ----------------------------------------------------------
 
 
-def _escape(text: str) -> str:
-    parts: list[str] = []
-    for char in text:
-        code = ord(char)
-        if char == '"':
-            parts.append('\\"')
-        elif char == "\\":
-            parts.append("\\\\")
-        elif code < 0x20:
-            parts.append(_SHORT_ESCAPES.get(char) or f"\\u{code:04x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            parts.append(f"\\u{code:04x}")  # a lone surrogate has no UTF-8 form
-        else:
-            parts.append(char)
-    return "".join(parts)
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    # other control characters, and lone surrogates (no UTF-8 form): \uXXXX
+    return f"\\u{ord(char):04x}"
 
 
-_SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_NEEDS_ESCAPE = frozenset(['"', "\\", *map(chr, range(0x20))])
+_SHORT_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+# Quotes, backslashes, control characters and lone surrogates: a C-level scan tells
+# whether the slow per-character path is needed at all.
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
 
 
 def _encode_str(text: str, out: list[str]) -> None:
     text = _plain_str(text)
-    if _NEEDS_ESCAPE.isdisjoint(text):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = _escape(text)
-    else:
-        text = _escape(text)
+    if _NEEDS_ESCAPE.search(text) is not None:
+        text = _NEEDS_ESCAPE.sub(_escape_char, text)
     out.append('"')
     out.append(text)
     out.append('"')
