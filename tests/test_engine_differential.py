@@ -40,7 +40,7 @@ def _structure(value: Any) -> Any:
         return (kind, [_structure(v) for v in value])
     if value is None or isinstance(value, (str, int, float, bytes)):
         return (kind, repr(value))
-    if hasattr(value, "model_dump") and hasattr(value, "model_fields"):
+    if hasattr(value, "model_dump") and hasattr(type(value), "model_fields"):
         return (kind, repr(value))
     return (kind,)
 
