@@ -1,4 +1,4 @@
-"""The session contract, run against every histcore backend (memory and SQLite)."""
+"""The session contract, run against every histcore backend (memory, SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pydantic
 import pytest
 
+from _pg import backends
 from histcore.exceptions import SessionClosedError
 from histcore.sessions import (
     MemorySession,
@@ -34,9 +35,14 @@ def output(call_id: str, text: str = "ok") -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": text}
 
 
-@pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file"])
+@pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file", "postgres"])
 async def make_session(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
-    """Builds sessions of one backend; SQLite ones are closed afterwards."""
+    """Builds sessions of one backend; they are closed afterwards. The PostgreSQL one
+    needs a server (HISTCORE_PG_DSN, or one that tests/_pg.py can start)."""
+    if request.param == "postgres":
+        async with backends("postgres", tmp_path) as made:
+            yield made.session
+        return
     opened: list[SQLiteSession] = []
 
     def factory(session_id: str = "s", **kwargs: Any) -> SessionABC:
