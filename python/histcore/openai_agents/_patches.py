@@ -1,0 +1,379 @@
+"""What ``install()`` replaces, where, and how it is put back.
+
+A ``from .items import helper`` copies the function into the importing module, so
+replacing it only where it is defined would miss the runner and the session code.
+Each replaced function is therefore rebound in every loaded ``agents`` module whose
+attribute *is* the original object (modules imported later copy the replacement from
+the defining module), and ``uninstall`` finds every binding of a replacement again.
+
+Helpers come in groups that are recognised (by source digest, ``_versions``) and
+replaced together, all or nothing: a group's replacements rely on each other (the
+session reference map and its consumer) or on the same proof (the dedupe functions
+and their key).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from .. import items as engine
+from . import _prepare as prepare
+from . import _replacements as fast
+from . import _session_keys as session_keys
+from ._versions import KNOWN_SOURCE_DIGESTS, source_digest
+
+__all__ = ["GROUPS", "Binding", "Group", "Target", "bind", "plan", "sdk_modules", "unbind"]
+
+ITEMS = "agents.run_internal.items"
+SESSION = "agents.run_internal.session_persistence"
+
+_CALL_TO_OUTPUT = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+    "computer_call": "computer_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "tool_search_call": "tool_search_output",
+    "program": "program_output",
+}
+_PRECURSORS = frozenset(_CALL_TO_OUTPUT) | {"mcp_approval_request", "reasoning"}
+_PROGRAM_OWNED_HOSTED = frozenset(
+    {
+        "hosted_tool_call",
+        "file_search_call",
+        "web_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_list_tools",
+        "mcp_call",
+        "mcp_approval_request",
+        "mcp_approval_response",
+    }
+)
+
+# (original, its module, the group's replacements built so far) -> replacement
+Build = Callable[[Any, ModuleType, Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One name in the group's module and how to build its replacement."""
+
+    attr: str
+    build: Build
+    # Also rebind it in the other agents modules that imported it. False for a name
+    # that is not the SDK's own (the ``copy`` module), replaced in this module only.
+    everywhere: bool = True
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    module: str
+    targets: tuple[Target, ...]
+    #: functions whose source must be a known one (``KNOWN_SOURCE_DIGESTS[name]``)
+    sources: tuple[str, ...] = ()
+    #: module constants the replacements assume
+    constants: Mapping[str, object] = field(default_factory=dict)
+    #: names only the listed functions of the module may use (a changed map shape)
+    private_to: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: module attributes that must be these very objects
+    identities: Mapping[str, object] = field(default_factory=dict)
+
+
+GROUPS: tuple[Group, ...] = (
+    Group(
+        name="dedupe",
+        module=ITEMS,
+        sources=(
+            "_dedupe_key",
+            "_coerce_to_dict",
+            "_model_dump_without_warnings",
+            "deduplicate_input_items",
+            "deduplicate_input_items_preferring_latest",
+        ),
+        constants={
+            "_TOOL_CALL_TO_OUTPUT_TYPE": _CALL_TO_OUTPUT,
+            "_DEDUPE_EARLIEST_ANCHOR_ITEM_TYPES": _PRECURSORS,
+            "FAKE_RESPONSES_ID": "__fake_id__",
+        },
+        targets=(
+            Target("_dedupe_key", lambda original, *_: fast.make_dedupe_key(original)),
+            Target(
+                "deduplicate_input_items",
+                lambda original, *_: fast.make_deduplicate(
+                    original, engine.deduplicate_input_items
+                ),
+            ),
+            Target(
+                "deduplicate_input_items_preferring_latest",
+                lambda original, *_: fast.make_deduplicate(
+                    original, engine.deduplicate_input_items_preferring_latest
+                ),
+            ),
+        ),
+    ),
+    Group(
+        name="orphans",
+        module=ITEMS,
+        sources=(
+            "drop_orphan_function_calls",
+            "_drop_reasoning_items_preceding_dropped_calls",
+            "_completed_call_ids_by_type",
+            "_available_call_ids_by_output_type",
+            "_get_program_caller_id",
+            "_is_pending_hosted_shell_call",
+            "_is_retained_program_owned_item",
+            "_matched_anonymous_tool_search_call_indexes",
+        ),
+        constants={
+            "_TOOL_CALL_TO_OUTPUT_TYPE": _CALL_TO_OUTPUT,
+            "_PROGRAM_OWNED_HOSTED_ITEM_TYPES": _PROGRAM_OWNED_HOSTED,
+        },
+        targets=(
+            Target(
+                "drop_orphan_function_calls",
+                lambda original, *_: fast.make_drop_orphan_function_calls(original),
+            ),
+        ),
+    ),
+    Group(
+        name="fingerprint",
+        module=ITEMS,
+        sources=("fingerprint_input_item",),
+        targets=(
+            Target(
+                "fingerprint_input_item",
+                lambda original, module, _: fast.make_fingerprint_input_item(original, module),
+            ),
+        ),
+    ),
+    Group(
+        name="normalize",
+        module=ITEMS,
+        sources=(
+            "normalize_input_items_for_api",
+            "ensure_input_item_format",
+            "_coerce_to_dict",
+            "strip_internal_input_item_metadata",
+        ),
+        targets=(
+            Target(
+                "normalize_input_items_for_api",
+                lambda original, module, _: fast.make_normalize_input_items_for_api(
+                    original, module
+                ),
+            ),
+            Target(
+                "ensure_input_item_format",
+                lambda original, *_: fast.make_ensure_input_item_format(original),
+            ),
+        ),
+    ),
+    Group(
+        name="to_dump_compatible",
+        module="agents.util._json",
+        sources=("_to_dump_compatible", "_to_dump_compatible_internal"),
+        targets=(
+            Target(
+                "_to_dump_compatible", lambda original, *_: fast.make_to_dump_compatible(original)
+            ),
+        ),
+    ),
+    Group(
+        name="clone_original_input",
+        module="agents.run_state",
+        sources=("_clone_original_input",),
+        targets=(
+            Target(
+                "_clone_original_input",
+                lambda original, *_: fast.make_clone_original_input(original),
+            ),
+        ),
+    ),
+    Group(
+        name="session_keys",
+        module=SESSION,
+        sources=(
+            "_session_item_key",
+            "_build_reference_map",
+            "_build_frequency_map",
+            "_consume_reference",
+            "prepare_input_with_session",
+            # Imported from items: its stripped keys decide what canonical keys may skip.
+            "strip_internal_input_item_metadata",
+        ),
+        # The keys and the map shape change: only these functions may see them.
+        private_to={
+            "_session_item_key": (
+                "prepare_input_with_session",
+                "_build_reference_map",
+                "_build_frequency_map",
+            ),
+            "_build_reference_map": ("prepare_input_with_session",),
+            "_build_frequency_map": ("prepare_input_with_session",),
+            "_consume_reference": ("prepare_input_with_session",),
+        },
+        # Order matters: the map builders use the key function built first.
+        targets=(
+            Target(
+                "_session_item_key",
+                lambda original, module, _: session_keys.make_session_item_key(original, module),
+            ),
+            Target(
+                "_build_reference_map",
+                lambda _, __, built: session_keys.make_build_reference_map(
+                    built["_session_item_key"]
+                ),
+            ),
+            Target(
+                "_build_frequency_map",
+                lambda _, __, built: session_keys.make_build_frequency_map(
+                    built["_session_item_key"]
+                ),
+            ),
+            Target("_consume_reference", lambda *_: session_keys.consume_reference),
+            Target(
+                "prepare_input_with_session",
+                lambda original, module, _: prepare.make_prepare_input_with_session(
+                    original, module
+                ),
+            ),
+        ),
+    ),
+    Group(
+        name="callback_copies",
+        module=SESSION,
+        identities={"copy": copy},
+        targets=(Target("copy", lambda original, *_: fast.CopyModule(original), everywhere=False),),
+    ),
+)
+
+
+def sdk_modules() -> Iterator[ModuleType]:
+    """The loaded modules of the ``agents`` package (a snapshot: imports may run)."""
+    for name, module in list(sys.modules.items()):
+        if (name == "agents" or name.startswith("agents.")) and isinstance(module, ModuleType):
+            yield module
+
+
+def _names_used(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_used(const)
+    return names
+
+
+def _users_of(module: ModuleType, names: set[str]) -> set[str]:
+    """Functions (and methods) defined in ``module`` whose code mentions ``names``."""
+    users: set[str] = set()
+    for attr, value in list(vars(module).items()):
+        candidates: list[tuple[str, Any]] = [(attr, value)]
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            candidates += [(f"{attr}.{k}", v) for k, v in vars(value).items()]
+        for label, candidate in candidates:
+            function = getattr(candidate, "__func__", candidate)
+            code = getattr(function, "__code__", None)
+            if (
+                isinstance(code, types.CodeType)
+                and getattr(function, "__module__", None) == module.__name__
+                and _names_used(code) & names
+            ):
+                users.add(label)
+    return users
+
+
+def recognise(group: Group) -> str | None:
+    """None when ``group`` can be replaced in the loaded SDK, else the reason it cannot."""
+    try:
+        module = importlib.import_module(group.module)
+    except ImportError as exc:
+        return f"{group.module} cannot be imported ({exc})"
+    for target in group.targets:
+        if not hasattr(module, target.attr):
+            return f"{group.module}.{target.attr} does not exist"
+    for attr, expected in group.identities.items():
+        if getattr(module, attr, None) is not expected:
+            return f"{group.module}.{attr} is not {expected!r}"
+    for attr, value in group.constants.items():
+        if getattr(module, attr, None) != value:
+            return f"{group.module}.{attr} has a different value"
+    if group.sources:
+        digest = source_digest(module, group.sources)
+        if digest is None:
+            return f"the source of {group.module} cannot be read"
+        if digest not in KNOWN_SOURCE_DIGESTS.get(group.name, frozenset()):
+            return f"{', '.join(group.sources)} in {group.module} changed (digest {digest})"
+    for name, allowed in group.private_to.items():
+        extra = _users_of(module, {name}) - {name, *allowed}
+        if extra:
+            return f"{group.module}.{name} is also used by {', '.join(sorted(extra))}"
+    return None
+
+
+@dataclass(frozen=True)
+class Binding:
+    """``module.attr`` was ``original`` and now is ``replacement``."""
+
+    module: ModuleType
+    attr: str
+    original: Any
+    replacement: Any
+
+    @property
+    def where(self) -> str:
+        return f"{self.module.__name__}.{self.attr}"
+
+
+def plan(group: Group) -> list[tuple[Target, Any, Any]]:
+    """(target, original, replacement) for each target of a recognised group, in order."""
+    module = importlib.import_module(group.module)
+    built: dict[str, Any] = {}
+    planned: list[tuple[Target, Any, Any]] = []
+    for target in group.targets:
+        original = getattr(module, target.attr)
+        built[target.attr] = target.build(original, module, built)
+        planned.append((target, original, built[target.attr]))
+    return planned
+
+
+def bind(group: Group, built: list[tuple[Target, Any, Any]]) -> list[Binding]:
+    """Install ``built`` in the group's module and wherever the originals were imported."""
+    home = importlib.import_module(group.module)
+    bindings: list[Binding] = []
+    by_original = {id(original): (target, original, new) for target, original, new in built}
+    for target, original, replacement in built:
+        setattr(home, target.attr, replacement)
+        bindings.append(Binding(home, target.attr, original, replacement))
+    for module in sdk_modules():
+        if module is home:
+            continue
+        for attr, value in list(vars(module).items()):
+            match = by_original.get(id(value))
+            if match is None or match[1] is not value or not match[0].everywhere:
+                continue
+            setattr(module, attr, match[2])
+            bindings.append(Binding(module, attr, value, match[2]))
+    return bindings
+
+
+def unbind(bindings: list[Binding]) -> None:
+    """Restore every original in ``bindings``, and in modules imported since."""
+    originals = {id(b.replacement): (b.replacement, b.original) for b in bindings}
+    for binding in reversed(bindings):
+        if getattr(binding.module, binding.attr, None) is binding.replacement:
+            setattr(binding.module, binding.attr, binding.original)
+    for module in sdk_modules():
+        for attr, value in list(vars(module).items()):
+            match = originals.get(id(value))
+            if match is not None and match[0] is value:
+                setattr(module, attr, match[1])

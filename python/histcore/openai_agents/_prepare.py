@@ -1,0 +1,307 @@
+"""The common case of the SDK's ``prepare_input_with_session``, done in batches.
+
+The case: a session that is not an OpenAI conversation, a callable
+``session_input_callback``, history included in the prepared input. The SDK's
+function then walks the whole history item by item in Python several times (shallow
+copies, metadata stripping, a deep copy for the callback, four keys per item, and the
+classification of what the callback returned). This module takes the same steps, in
+the same order and with the same SDK helpers for anything that is not a plain dict,
+but over whole lists: C-level shallow copies, the engine's deep copy, one key per
+object (``_session_keys``), identity counts instead of reference lists.
+
+What comes out is the SDK's: the prepared input (orphan pruning with the history
+positions, normalisation, latest-value dedupe) and the items to persist, each the same
+values in the same order; the differential tests run both on generated sessions and
+callbacks. Every other case, and releases whose ``prepare_input_with_session`` is not
+the one this follows (``BATCH_PREPARE_DIGESTS``), runs the SDK's own function.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+from . import _session_keys as session_keys
+from ._copies import collector_paused, deep_copy
+from ._replacements import holds_any, stripped_keys
+from ._session_keys import CALL, Call, canonical_key_setup
+from ._versions import function_digest
+
+__all__ = ["BATCH_PREPARE_DIGESTS", "applies", "make_prepare_input_with_session", "prepare"]
+
+_like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
+
+#: ``prepare_input_with_session`` as in openai-agents 0.22.1 - 0.24.0.
+BATCH_PREPARE_DIGESTS = frozenset({"6b38c2226f620961"})
+
+
+def applies(module: ModuleType, arguments: dict[str, Any]) -> bool:
+    """Whether a call with these (bound) arguments is the case this module handles."""
+    session = arguments.get("session")
+    callback = arguments.get("session_input_callback")
+    return (
+        session is not None
+        and callback is not None
+        and callable(callback)
+        and arguments.get("include_history_in_prepared_input", True) is True
+        and not isinstance(session, module.OpenAIConversationsSession)
+    )
+
+
+def _dict_copies(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return list(map(dict, items))
+
+
+def _all_dicts(items: list[Any]) -> bool:
+    return not items or set(map(type, items)) == {dict}
+
+
+def _ensured(module: ModuleType, items: list[Any]) -> list[Any]:
+    """``[ensure_input_item_format(item) for item in items]``: a copy of each dict."""
+    if _all_dicts(items):
+        return collector_paused(_dict_copies, items)
+    ensure = module.ensure_input_item_format
+    return [ensure(item) for item in items]
+
+
+def _converted(module: ModuleType, items: list[Any], stripped: frozenset[str] | None) -> list[Any]:
+    """``[strip(ensure(item)) for item in items]``: stripping copies, so one copy each,
+    and a plain copy (in C) when no item holds a key the SDK strips."""
+    strip = module.strip_internal_input_item_metadata
+    if _all_dicts(items):
+        if stripped is not None and not holds_any(items, stripped):
+            return collector_paused(_dict_copies, items)
+        return list(map(strip, items))
+    ensure = module.ensure_input_item_format
+    return [strip(ensure(item)) for item in items]
+
+
+def _deep_copied(module: ModuleType, items: list[Any]) -> list[Any]:
+    copied = deep_copy(items)
+    if copied is not None:
+        return copied
+    result: list[Any] = module.copy.deepcopy(items)
+    return result
+
+
+def _keys(
+    module: ModuleType, call: Call
+) -> tuple[Callable[[Any], Any], Callable[[list[Any]], Iterator[Any]]]:
+    """(key of one object, keys of a list) for the objects the classification meets,
+    decided once for the call: canonical keys when all are plain, else the module's
+    ``_session_item_key`` (the SDK's text, remembered in ``call``, the active one)."""
+    call.decided = True
+    table = session_keys.canonical_key_table(call) if call.extra_stripped is not None else None
+    if table is None:
+        key: Callable[[Any], Any] = module._session_item_key
+
+        def text_keys(items: list[Any]) -> Iterator[Any]:
+            return map(key, items)
+
+        return key, text_keys
+    call.keys, call.canonical = table, True
+    lookup = table.__getitem__
+
+    def canonical_key(item: Any) -> Any:
+        return lookup(id(item))
+
+    def canonical_keys(items: list[Any]) -> Iterator[Any]:
+        return map(lookup, map(id, items))
+
+    return canonical_key, canonical_keys
+
+
+def _by_identity(
+    history: list[Any], new_items: list[Any], combined: list[Any], original_history_ids: set[int]
+) -> tuple[set[int], list[Any]] | None:
+    """The classification when identity alone decides every item, else None.
+
+    An item is decided by identity when it is a new-item copy (an occurrence not yet
+    taken) or any original history copy. Only the others (reconstructions, made-up
+    items, repeats of a new copy, objects the callback put into its history list)
+    are compared by content, and only then are keys needed: the common callbacks
+    (keep, trim, reorder, append) never need one.
+    """
+    new_refs: dict[int, int] = Counter(map(id, new_items))
+    prune: set[int] = set()
+    appended: list[Any] = []
+    for position, item in enumerate(combined):
+        ident = id(item)
+        left = new_refs.get(ident)
+        if left:
+            new_refs[ident] = left - 1
+            if ident in original_history_ids:
+                prune.add(position)
+            else:
+                appended.append(item)
+        elif ident in original_history_ids:
+            # Taking a history occurrence only lowers a content count that no item
+            # here reads: with no content comparison, both ways are history.
+            prune.add(position)
+        else:
+            return None
+    return prune, appended
+
+
+def _classify(
+    module: ModuleType,
+    call: Call,
+    history: list[Any],
+    new_items: list[Any],
+    combined: list[Any],
+    original_history_ids: set[int],
+) -> tuple[set[int], list[Any]]:
+    """(positions of ``combined`` that are history, objects to persist), as the SDK decides.
+
+    First the very copies (each occurrence in the lists taken once, new items first),
+    then any object that is a history copy, then content equal to a history occurrence
+    not yet taken; everything else is persisted. (The SDK also counts new-item
+    content, but both of its outcomes for that count persist the item.)
+    """
+    decided = _by_identity(history, new_items, combined, original_history_ids)
+    if decided is not None:
+        call.decided = True
+        return decided
+    key_of, keys_of = _keys(module, call)
+    history_refs: dict[int, int] = Counter(map(id, history))
+    new_refs: dict[int, int] = Counter(map(id, new_items))
+    history_counts: dict[Any, int] = Counter(keys_of(history))
+    prune: set[int] = set()
+    appended: list[Any] = []
+    for position, item in enumerate(combined):
+        ident = id(item)
+        left = new_refs.get(ident)
+        if left:
+            new_refs[ident] = left - 1
+            if ident in original_history_ids:
+                prune.add(position)
+            else:
+                appended.append(item)
+            continue
+        left = history_refs.get(ident)
+        if left:
+            history_refs[ident] = left - 1
+            key = key_of(item)
+            count = history_counts[key]
+            history_counts[key] = count - 1 if count > 0 else 0
+            prune.add(position)
+        elif ident in original_history_ids:
+            prune.add(position)
+        else:
+            key = key_of(item)
+            count = history_counts.get(key, 0)
+            if count > 0:
+                history_counts[key] = count - 1
+                prune.add(position)
+            else:
+                appended.append(item)
+    return prune, appended
+
+
+async def prepare(
+    module: ModuleType, call: Call, arguments: dict[str, Any], stripped: frozenset[str] | None
+) -> Any:
+    """The SDK's result for a call ``applies`` accepted (``arguments`` bound by name)."""
+    session = arguments["session"]
+    callback = arguments["session_input_callback"]
+    session_settings = arguments.get("session_settings")
+    wrapper = arguments.get("wrapper")
+
+    settings = getattr(session, "session_settings", None) or module.SessionSettings()
+    if session_settings is not None:
+        settings = settings.resolve(session_settings)
+    if settings.limit is not None:
+        history = await module._session_get_items(
+            session, limit=settings.limit, wrapper=wrapper, capture_compaction_generation=True
+        )
+    else:
+        history = await module._session_get_items(
+            session, wrapper=wrapper, capture_compaction_generation=True
+        )
+    converted = module.apply_reasoning_item_id_policy(
+        _converted(module, list(history), stripped), arguments.get("reasoning_item_id_policy")
+    )
+    new_input = _ensured(module, module.ItemHelpers.input_to_new_input_list(arguments["input"]))
+
+    history_copies = _deep_copied(module, converted)
+    new_copies = _deep_copied(module, new_input)
+    # Kept alive so the ids stay theirs even if the callback drops them from its list.
+    original_history = list(history_copies)
+    original_history_ids = set(map(id, original_history))
+    combined = callback(history_copies, new_copies)
+    if inspect.isawaitable(combined):
+        combined = await combined
+    if not isinstance(combined, list):
+        raise module.UserError("Session input callback must return a list of input items.")
+    call.captured = (history_copies, new_copies, combined)
+
+    prune, appended = _classify(
+        module, call, history_copies, new_copies, combined, original_history_ids
+    )
+    appended_items = _ensured(module, appended)
+    filtered = module.drop_orphan_function_calls(
+        _ensured(module, combined), pruning_indexes=prune, output_pruning_indexes=None
+    )
+    prepared = module.deduplicate_input_items_preferring_latest(
+        module.normalize_input_items_for_api(filtered)
+    )
+    return prepared, module.normalize_input_items_for_api(_ensured(module, appended_items))
+
+
+def _capturing(callback: Callable[..., Any], call: Call) -> Callable[..., Any]:
+    """The callback, noting its arguments and result in ``call``."""
+
+    def session_input_callback(history: Any, new_items: Any) -> Any:
+        result = callback(history, new_items)
+        if inspect.isawaitable(result):
+            awaitable = result
+
+            async def finish() -> Any:
+                returned = await awaitable
+                call.captured = (history, new_items, returned)
+                return returned
+
+            return finish()
+        call.captured = (history, new_items, result)
+        return result
+
+    return session_input_callback
+
+
+def make_prepare_input_with_session(
+    original: Callable[..., Awaitable[Any]], module: ModuleType
+) -> Callable[..., Awaitable[Any]]:
+    """``prepare_input_with_session``: the batch path for its common case (on releases
+    whose function it follows), else the original with the callback observed; either
+    way with one key memory per call (``_session_keys``)."""
+    signature = inspect.signature(original)
+    extra_stripped = canonical_key_setup(module)
+    batch = function_digest("prepare_input_with_session", original) in BATCH_PREPARE_DIGESTS
+    stripped = stripped_keys(module.strip_internal_input_item_metadata)
+
+    @_like(original)
+    async def prepare_input_with_session(*args: Any, **kwargs: Any) -> Any:
+        call = Call(module, extra_stripped)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            bound = None  # let the original report the bad call
+        token = CALL.set(call)
+        try:
+            if bound is not None and batch and applies(module, bound.arguments):
+                return await prepare(module, call, bound.arguments, stripped)
+            if bound is not None:
+                callback = bound.arguments.get("session_input_callback")
+                # A non-callable is the original's to reject, with its own message.
+                if callback is not None and callable(callback):
+                    bound.arguments["session_input_callback"] = _capturing(callback, call)
+                    args, kwargs = bound.args, bound.kwargs
+            return await original(*args, **kwargs)
+        finally:
+            CALL.reset(token)
+
+    return prepare_input_with_session

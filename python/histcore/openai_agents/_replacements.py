@@ -1,0 +1,329 @@
+"""histcore-backed stand-ins for the SDK's item helpers.
+
+Each ``make_*`` takes the SDK's original and returns a function with its signature.
+The stand-in takes histcore's path only for input on which histcore's result is the
+SDK's (checked by a cheap screen, mostly C-level passes over the list); on anything
+else it calls the original, so every input gets the SDK's answer, including its
+exceptions. What each screen rules out, and why, is said where it is.
+
+Where the two could differ on plain dict items:
+
+* dedupe keys: the SDK formats ``type`` with an f-string and looks it up in sets, so a
+  ``type`` that is not a str (unhashable, or with its own ``__format__``/``__eq__``)
+  and str *subclasses* in ``call_id``/``id``/``approval_request_id`` go to the SDK;
+* orphan pruning: the SDK reads only dicts, compares ``type``, ``call_id``,
+  ``status`` and ``caller`` fields with ``==`` and in sets, and, given
+  ``pruning_indexes``, drops a reasoning item outside them when the call it precedes
+  goes, where histcore keeps it (an intended difference): such lists go to the SDK.
+
+The others produce the SDK's very values by cheaper means: fingerprints with a reused
+C encoder (``_sorted_json``), normalisation with one shallow copy per dict instead of
+two, whole-history copies with the engine where provably equal (``_copies``).
+"""
+
+from __future__ import annotations
+
+import copy as stdlib_copy
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain, compress, repeat
+from operator import is_not
+from types import ModuleType
+from typing import Any
+
+from .. import items as engine
+from ._copies import collector_paused, deep_copy, dump_compatible_copy
+from ._sorted_json import sorted_json
+
+__all__ = [
+    "CopyModule",
+    "make_clone_original_input",
+    "make_dedupe_key",
+    "make_deduplicate",
+    "make_drop_orphan_function_calls",
+    "make_ensure_input_item_format",
+    "make_fingerprint_input_item",
+    "make_normalize_input_items_for_api",
+    "make_to_dump_compatible",
+    "holds_any",
+    "stripped_keys",
+]
+
+# The SDK's name and docstring (and ``__wrapped__``), but our own ``__module__``, so a
+# replacement is never mistaken for the SDK's function.
+_like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
+
+_STR_OR_NONE = frozenset({str, type(None)})
+_ID_FIELDS = ("call_id", "id", "approval_request_id")
+
+
+def _field_types(items: list[dict[str, Any]], field: str) -> set[type]:
+    return set(map(type, map(dict.get, items, repeat(field))))
+
+
+def _all_dicts(items: list[Any]) -> bool:
+    return not items or set(map(type, items)) == {dict}
+
+
+def _no_str_subclass(kinds: Iterable[type]) -> bool:
+    return all(kind is str or not issubclass(kind, str) for kind in kinds)
+
+
+def _keyable(items: list[Any]) -> bool:
+    """Whether histcore's dedupe keys are the SDK's for every item of ``items``."""
+    if not _all_dicts(items) or not _field_types(items, "type") <= _STR_OR_NONE:
+        return False
+    get = dict.get
+    ids = chain.from_iterable(map(get, items, repeat(field)) for field in _ID_FIELDS)
+    return _no_str_subclass(set(map(type, ids)))
+
+
+def _keyable_item(item: Any) -> bool:
+    if type(item) is not dict:
+        return False
+    get = item.get
+    if type(get("type")) not in _STR_OR_NONE:
+        return False
+    # A str subclass in an id field is formatted by the SDK's f-string: its own path.
+    value = get("call_id")
+    if type(value) is not str and isinstance(value, str):
+        return False
+    value = get("id")
+    if type(value) is not str and isinstance(value, str):
+        return False
+    value = get("approval_request_id")
+    return type(value) is str or not isinstance(value, str)
+
+
+# --- dedupe ------------------------------------------------------------------------
+
+
+def make_dedupe_key(original: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    @_like(original)
+    def _dedupe_key(item: Any) -> str | None:
+        if _keyable_item(item):
+            key: str | None = engine.dedupe_key(item)
+            return key
+        return original(item)
+
+    return _dedupe_key
+
+
+def make_deduplicate(
+    original: Callable[[Sequence[Any]], list[Any]],
+    histcore_version: Callable[[Iterable[Any]], list[Any]],
+) -> Callable[[Sequence[Any]], list[Any]]:
+    """A dedupe (first-wins or latest-value) running histcore's on keyable lists."""
+
+    @_like(original)
+    def deduplicate(items: Sequence[Any]) -> list[Any]:
+        if type(items) is list and _keyable(items):
+            return histcore_version(items)
+        return original(items)
+
+    return deduplicate
+
+
+# --- orphan pruning ----------------------------------------------------------------
+
+
+def _plain_callers(items: list[dict[str, Any]]) -> bool:
+    """Program-caller fields histcore reads exactly as the SDK does."""
+    callers = list(map(dict.get, items, repeat("caller")))
+    # compress() skips the (usual) missing callers in C, without asking any object for
+    # its truth value.
+    for caller in compress(callers, map(is_not, callers, repeat(None))):
+        if not isinstance(caller, dict):
+            continue  # the SDK ignores a caller that is not a dict, as histcore does
+        if type(caller) is not dict:
+            return False
+        if type(caller.get("type")) not in _STR_OR_NONE:
+            return False
+        if type(caller.get("caller_id")) not in _STR_OR_NONE:
+            return False
+    return True
+
+
+def _reasoning_outside(types: list[Any], pruning_indexes: Any) -> bool:
+    """Whether a reasoning item sits at a position not in ``pruning_indexes``."""
+    position = -1
+    while True:
+        try:
+            position = types.index("reasoning", position + 1)
+        except ValueError:
+            return False
+        try:
+            if position not in pruning_indexes:
+                return True
+        except Exception:
+            return True  # an odd index container: let the SDK's own tests meet it
+
+
+def _orphan_screen(items: list[Any], pruning_indexes: Any) -> bool:
+    if not _all_dicts(items):
+        return False
+    types = list(map(dict.get, items, repeat("type")))
+    if not set(map(type, types)) <= _STR_OR_NONE:
+        return False
+    if not _field_types(items, "call_id") <= _STR_OR_NONE:
+        return False
+    if "shell_call" in types and not _field_types(items, "status") <= _STR_OR_NONE:
+        return False
+    if not _plain_callers(items):
+        return False
+    return pruning_indexes is None or not _reasoning_outside(types, pruning_indexes)
+
+
+def make_drop_orphan_function_calls(original: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    @_like(original)
+    def drop_orphan_function_calls(
+        items: list[Any],
+        *,
+        pruning_indexes: set[int] | None = None,
+        output_pruning_indexes: set[int] | None = None,
+    ) -> list[Any]:
+        if type(items) is list and _orphan_screen(items, pruning_indexes):
+            try:
+                kept: list[Any] = engine.drop_orphan_function_calls(
+                    items, pruning_indexes, output_pruning_indexes=output_pruning_indexes
+                )
+                return kept
+            except TypeError:
+                pass  # index sets holding non-ints: the SDK's membership tests decide
+        return original(
+            items, pruning_indexes=pruning_indexes, output_pruning_indexes=output_pruning_indexes
+        )
+
+    return drop_orphan_function_calls
+
+
+# --- fingerprint -------------------------------------------------------------------
+
+
+def make_fingerprint_input_item(
+    original: Callable[..., str | None], module: ModuleType
+) -> Callable[..., str | None]:
+    """The SDK's fingerprint text for dict items, from a reused encoder."""
+
+    @_like(original)
+    def fingerprint_input_item(item: Any, *, ignore_ids_for_matching: bool = False) -> str | None:
+        if type(item) is dict:
+            payload = module.strip_internal_input_item_metadata(item)
+            if type(payload) is dict:
+                if ignore_ids_for_matching:
+                    payload.pop("id", None)
+                try:
+                    return sorted_json(payload)[0]
+                except Exception:
+                    pass  # the original turns the failure into None
+        return original(item, ignore_ids_for_matching=ignore_ids_for_matching)
+
+    return fingerprint_input_item
+
+
+# --- normalising items ---------------------------------------------------------------
+
+_STRIP_CANDIDATES = ("_agents_tool_description", "_agents_tool_title", "created_by")
+
+
+def stripped_keys(strip: Callable[[Any], Any]) -> frozenset[str] | None:
+    """The top-level keys the SDK's metadata stripping removes, or None if it does more.
+
+    Probed on the recognised source, so the candidates are all it can remove.
+    """
+    probe = dict.fromkeys((*_STRIP_CANDIDATES, "kept"), 0)
+    result = strip(probe)
+    if type(result) is not dict or result.get("kept") != 0 or len(result) + 1 > len(probe):
+        return None
+    return frozenset(probe) - frozenset(result)
+
+
+def holds_any(items: list[dict[str, Any]], keys: frozenset[str]) -> bool:
+    return any(any(map(dict.__contains__, items, repeat(key))) for key in keys)
+
+
+def _dict_copies(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # map() calling dict on exact dicts: a C loop that runs no Python code.
+    return list(map(dict, items))
+
+
+def make_normalize_input_items_for_api(
+    original: Callable[[list[Any]], list[Any]], module: ModuleType
+) -> Callable[[list[Any]], list[Any]]:
+    """One shallow copy per dict item (the original makes two), in C when none holds
+    a key the SDK strips (then stripping is exactly a copy)."""
+    keys = stripped_keys(module.strip_internal_input_item_metadata)
+
+    @_like(original)
+    def normalize_input_items_for_api(items: list[Any]) -> list[Any]:
+        if type(items) is not list or not _all_dicts(items):
+            return original(items)
+        if keys is not None and not holds_any(items, keys):
+            return collector_paused(_dict_copies, items)
+        # strip copies: what it returns for the item equals what it returns for a copy.
+        return list(map(module.strip_internal_input_item_metadata, items))
+
+    return normalize_input_items_for_api
+
+
+def make_ensure_input_item_format(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    @_like(original)
+    def ensure_input_item_format(item: Any) -> Any:
+        if type(item) is dict:
+            return dict(item)  # what the original's coercion makes of a dict
+        return original(item)
+
+    return ensure_input_item_format
+
+
+# --- whole-list copies -------------------------------------------------------------
+
+
+def make_to_dump_compatible(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    @_like(original)
+    def _to_dump_compatible(obj: Any) -> Any:
+        if type(obj) is list:
+            copied = dump_compatible_copy(obj)
+            if copied is not None:
+                return copied
+        return original(obj)
+
+    return _to_dump_compatible
+
+
+def make_clone_original_input(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``_clone_original_input``: a deep copy of a run's list input, in C when provable."""
+
+    @_like(original)
+    def _clone_original_input(original_input: Any) -> Any:
+        if type(original_input) is list:
+            copied = deep_copy(original_input)
+            if copied is not None:
+                return copied
+        return original(original_input)
+
+    return _clone_original_input
+
+
+class CopyModule:
+    """Stands in for the ``copy`` module inside one SDK module.
+
+    ``deepcopy`` of a list of plain dict items is made in C (``_copies.deep_copy``);
+    every other call, and every other attribute, is the standard library's.
+    """
+
+    def __init__(self, real: ModuleType = stdlib_copy) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __repr__(self) -> str:
+        return f"<histcore fast deepcopy over {self._real!r}>"
+
+    def deepcopy(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs and type(x) is list:
+            copied = deep_copy(x)
+            if copied is not None:
+                return copied
+        return self._real.deepcopy(x, *args, **kwargs)

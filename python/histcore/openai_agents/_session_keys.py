@@ -1,0 +1,252 @@
+"""The session-callback bookkeeping of ``prepare_input_with_session``, made cheap.
+
+After a ``session_input_callback`` returns, the SDK keys the history copies, the new
+item copies and every returned item by ``_session_item_key`` (the text of
+``json.dumps(item, sort_keys=True, default=str)`` after its session-metadata keys are
+stripped), four encodings per history item, and matches returned objects to copies
+through lists scanned by identity (quadratic when many items share one content). The
+keys never leave that one call: only equal or unequal matters. So, within one call:
+
+* **canonical keys**: when the history copies, the new copies and the returned list
+  hold only plain items (exact dicts of exact builtin JSON values and tuples, no
+  cycles: ``_copies.plain_tree``), each object is keyed once by histcore's ``canonical_json``
+  (by the Rust engine). On such values two items have equal SDK text exactly when they
+  have equal canonical bytes: both are injective encodings of the same JSON value
+  (tuples and lists alike, NaN a token of its own), and both drop the same metadata
+  keys (the SDK's extra ones are stripped first). Otherwise every key is the SDK's own
+  text (``_sorted_json``), still computed once per object. The kind of key is decided
+  once for the whole call, so the two never meet.
+* the reference map counts identities in a dict, so consuming one is O(1). Its shape
+  changes, so ``_build_reference_map`` and ``_consume_reference`` are replaced together.
+
+The callback's arguments and result are seen by wrapping the callback for the call.
+Keys are remembered only after it returned (the first map built decides), and text
+keys only for exact dicts whose encoding ran no user code. The group is replaced only
+where ``prepare_input_with_session`` and the map builders are the sole users of these
+names (``_patches``); outside such a call the key is the SDK's text.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+from itertools import repeat
+from types import ModuleType
+from typing import Any
+
+from .. import items as engine
+from ._copies import SCALARS, plain_tree
+from ._sorted_json import sorted_json
+
+__all__ = [
+    "CALL",
+    "Call",
+    "ReferenceMap",
+    "canonical_key_setup",
+    "canonical_key_table",
+    "consume_reference",
+    "make_build_frequency_map",
+    "make_build_reference_map",
+    "make_session_item_key",
+]
+
+# The SDK's name and docstring (and ``__wrapped__``), but our own ``__module__``, so a
+# replacement is never mistaken for the SDK's function.
+_like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
+
+Key = str | bytes
+KeyFunction = Callable[..., Key]
+
+
+class ReferenceMap:
+    """For each object of a list: its key, and how many times the list holds it.
+
+    Stands for the SDK's ``{key: [objects]}``: taking an object out is O(1) here and
+    needs no container per item. The list is kept, so the ids stay its objects'.
+    """
+
+    __slots__ = ("counts", "keys", "objects")
+
+    def __init__(self, objects: list[Any]) -> None:
+        self.objects = objects
+        self.keys: dict[int, Key] = {}
+        self.counts: dict[int, int] = {}
+
+
+_KEYABLE: frozenset[type] = SCALARS | {dict, list, tuple}
+#: What canonical_json drops from an item (DESIGN.md), and keys the SDK may strip.
+_CANONICAL_DROPS = frozenset({"_agents_tool_description", "_agents_tool_title"})
+_STRIP_CANDIDATES = (*_CANONICAL_DROPS, "created_by")
+
+
+def canonical_key_setup(module: ModuleType) -> frozenset[str] | None:
+    """The keys the SDK strips beyond canonical_json's, or None to use no canonical keys.
+
+    Probed on the module's own strip function (its source is recognised, so the
+    candidates are all it strips). Canonical keys need the Rust engine: the pure twin
+    encodes slower than the SDK's C encoder.
+    """
+    if engine.BACKEND != "rust":
+        return None
+    probe = dict.fromkeys((*_STRIP_CANDIDATES, "kept"), 0)
+    stripped = frozenset(probe) - frozenset(module.strip_internal_input_item_metadata(probe))
+    if "kept" in stripped or not _CANONICAL_DROPS <= stripped:
+        return None
+    return stripped - _CANONICAL_DROPS
+
+
+class Call:
+    """What one ``prepare_input_with_session`` call knows about its keys."""
+
+    __slots__ = ("captured", "canonical", "decided", "extra_stripped", "keys", "module", "pinned")
+
+    def __init__(self, module: ModuleType, extra_stripped: frozenset[str] | None) -> None:
+        self.module = module
+        #: metadata keys the SDK strips beyond canonical_json's; None: no canonical keys
+        self.extra_stripped = extra_stripped
+        #: the callback's (history copies, new copies, returned list), once it returned
+        self.captured: tuple[list[Any], list[Any], Any] | None = None
+        self.decided = False
+        #: True: keys are canonical_json bytes; False: the SDK's text
+        self.canonical = False
+        #: id -> key of the objects in ``pinned`` (holding them keeps their ids theirs)
+        self.keys: dict[int, Key] = {}
+        self.pinned: list[Any] = []
+
+
+CALL: ContextVar[Call | None] = ContextVar("histcore_session_keys_call", default=None)
+
+
+def canonical_key_table(call: Call) -> dict[int, Key] | None:
+    """Canonical keys for every object the classification will meet, if all are plain."""
+    assert call.captured is not None
+    history, new_items, combined = call.captured
+    if type(history) is not list or type(new_items) is not list or type(combined) is not list:
+        return None
+    everything = [*history, *new_items, *combined]
+    unique = list(dict(zip(map(id, everything), everything, strict=True)).values())
+    if unique and set(map(type, unique)) != {dict}:
+        return None
+    if not plain_tree(unique, _KEYABLE, shared=True):
+        return None
+    keys = list(map(engine.canonical_json, unique))
+    extra = call.extra_stripped
+    if extra and any(any(map(dict.__contains__, unique, repeat(key))) for key in extra):
+        strip = call.module.strip_internal_input_item_metadata
+        for index, item in enumerate(unique):
+            if not extra.isdisjoint(item):
+                keys[index] = engine.canonical_json(strip(item))
+    call.pinned += unique
+    return dict(zip(map(id, unique), keys, strict=True))
+
+
+def _decide(ignore_ids: bool) -> None:
+    call = CALL.get()
+    if call is None or call.decided:
+        return
+    call.decided = True
+    if call.captured is None or ignore_ids:
+        return  # no callback seen, or the OpenAI conversation variant: the SDK's text
+    if call.extra_stripped is None:
+        return  # canonical keys are off (see ``canonical_key_setup``)
+    table = canonical_key_table(call)
+    if table is not None:
+        call.keys = table
+        call.canonical = True
+
+
+def make_session_item_key(original: Callable[..., str], module: ModuleType) -> KeyFunction:
+    """``_session_item_key``: the call's key when one is decided, else the SDK's text."""
+
+    @_like(original)
+    def _session_item_key(item: Any, *, ignore_openai_conversation_item_ids: bool = False) -> Key:
+        if type(item) is not dict or ignore_openai_conversation_item_ids:
+            return original(
+                item, ignore_openai_conversation_item_ids=ignore_openai_conversation_item_ids
+            )
+        call = CALL.get()
+        remember = call is not None and call.decided
+        if remember:
+            assert call is not None
+            known = call.keys.get(id(item))
+            if known is not None:
+                return known
+            if call.canonical:
+                # Not met by the decision (no recognised release asks for one): key it
+                # the same way if it can be, so the two kinds of key do not meet.
+                key = _canonical_key(item, call)
+                if key is not None:
+                    call.pinned.append(item)
+                    call.keys[id(item)] = key
+                    return key
+        try:
+            # The module's own metadata stripping: which keys it drops depends on the release.
+            text, used_default = sorted_json(module.strip_internal_input_item_metadata(item))
+        except Exception:
+            return original(item)  # it answers repr(item) for what cannot be encoded
+        if remember and not used_default:
+            assert call is not None
+            call.pinned.append(item)
+            call.keys[id(item)] = text
+        return text
+
+    return _session_item_key
+
+
+def _canonical_key(item: Any, call: Call) -> bytes | None:
+    if not plain_tree([item], _KEYABLE, shared=True):
+        return None
+    extra = call.extra_stripped
+    if extra and not extra.isdisjoint(item):
+        item = call.module.strip_internal_input_item_metadata(item)
+    key: bytes = engine.canonical_json(item)
+    return key
+
+
+def make_build_reference_map(key: KeyFunction) -> Callable[..., ReferenceMap]:
+    """``_build_reference_map`` producing the map ``consume_reference`` reads."""
+
+    def _build_reference_map(
+        items: Iterable[Any], *, ignore_openai_conversation_item_ids: bool = False
+    ) -> ReferenceMap:
+        _decide(ignore_openai_conversation_item_ids)
+        refs = ReferenceMap(list(items))
+        keys, counts = refs.keys, refs.counts
+        for item in refs.objects:
+            ident = id(item)
+            keys[ident] = key(
+                item, ignore_openai_conversation_item_ids=ignore_openai_conversation_item_ids
+            )
+            counts[ident] = counts.get(ident, 0) + 1
+        return refs
+
+    return _build_reference_map
+
+
+def consume_reference(ref_map: ReferenceMap, key: Key, candidate: Any) -> bool:
+    """Take one occurrence of the very object ``candidate`` under ``key``, if there is one."""
+    ident = id(candidate)
+    left = ref_map.counts.get(ident)
+    if not left or ref_map.keys[ident] != key:
+        return False
+    ref_map.counts[ident] = left - 1
+    return True
+
+
+def make_build_frequency_map(key: KeyFunction) -> Callable[..., dict[Key, int]]:
+    """``_build_frequency_map`` counting by the same keys as the reference map."""
+
+    def _build_frequency_map(
+        items: Iterable[Any], *, ignore_openai_conversation_item_ids: bool = False
+    ) -> dict[Key, int]:
+        _decide(ignore_openai_conversation_item_ids)
+        counts: dict[Key, int] = {}
+        for item in items:
+            text = key(
+                item, ignore_openai_conversation_item_ids=ignore_openai_conversation_item_ids
+            )
+            counts[text] = counts.get(text, 0) + 1
+        return counts
+
+    return _build_frequency_map

@@ -1,0 +1,123 @@
+"""Which openai-agents releases the accelerator knows, and how it recognises a helper.
+
+A helper is replaced only when its source text is one the replacement was proven
+against (differential tests in ``tests/test_openai_agents_*.py``). The digests below
+are of the helper groups in releases 0.22.0 to 0.24.0; a release outside
+``SUPPORTED`` gets a warning and only the groups whose source is unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import inspect
+import re
+import textwrap
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+__all__ = [
+    "DISTRIBUTION",
+    "INSTALL_HINT",
+    "KNOWN_SOURCE_DIGESTS",
+    "SUPPORTED",
+    "function_digest",
+    "is_supported",
+    "parse_version",
+    "sdk_version",
+    "source_digest",
+]
+
+DISTRIBUTION = "openai-agents"
+#: Supported releases, as a half-open range of (major, minor) versions: >=0.22,<0.25.
+SUPPORTED: tuple[tuple[int, int], tuple[int, int]] = ((0, 22), (0, 25))
+INSTALL_HINT = (
+    "histcore.openai_agents needs the OpenAI Agents SDK: "
+    "pip install 'histcore[openai-agents]' (installs openai-agents>=0.22,<0.25)"
+)
+
+#: Digest of each helper group's source (see ``source_digest``) in the releases the
+#: replacements were tested against. Two digests for a group mean the releases differ.
+KNOWN_SOURCE_DIGESTS: dict[str, frozenset[str]] = {
+    # identical in 0.22.0 - 0.24.0
+    "dedupe": frozenset({"d2ad467781fbdca9"}),
+    "orphans": frozenset({"74b054b8aefe58a4"}),
+    "fingerprint": frozenset({"3c5fa6dc07d48622"}),
+    # strip_internal_input_item_metadata also drops created_by from 0.23.0 on
+    "normalize": frozenset({"8ba463585ee27a3b", "b4e550595fee5f89"}),
+    "to_dump_compatible": frozenset({"43ce3a38abe44d93"}),
+    "clone_original_input": frozenset({"07211c96fad9475c"}),
+    # prepare_input_with_session changed in 0.22.1 (compaction generation capture) and
+    # strip_internal_input_item_metadata in 0.23.0 (also drops created_by)
+    "session_keys": frozenset(
+        {
+            "1deef132362bef49",  # 0.22.0
+            "5a65cbb87e2dce81",  # 0.22.1 - 0.22.3
+            "1b1ad63020cb29cd",  # 0.23.0 - 0.24.0
+        }
+    ),
+}
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """The leading numeric release of a version string: ``"0.24.0rc1"`` -> ``(0, 24, 0)``."""
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    if match is None:
+        raise ValueError(f"not a version number: {text!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def sdk_version() -> str | None:
+    """The installed openai-agents version, or None when its metadata is missing."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def is_supported(version: str | None) -> bool:
+    """Whether ``version`` lies in ``SUPPORTED`` (an unknown version is not)."""
+    if version is None:
+        return False
+    try:
+        release = parse_version(version)
+    except ValueError:
+        return False
+    low, high = SUPPORTED
+    return low <= release[:2] < high
+
+
+def source_digest(module: ModuleType, names: Iterable[str]) -> str | None:
+    """A short digest of the source of ``module``'s functions ``names``, in order.
+
+    None when a name is missing or its source cannot be read (e.g. a bytecode-only
+    install): such a helper is not recognised, so it is left alone.
+    """
+    functions = tuple((name, getattr(module, name, None)) for name in names)
+    if any(function is None for _, function in functions):
+        return None
+    return _digest(functions)
+
+
+def function_digest(name: str, function: Any) -> str | None:
+    """``source_digest`` of one function object, as if it were ``module.name``."""
+    return _digest(((name, function),))
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(functions: tuple[tuple[str, Any], ...]) -> str | None:
+    # Keyed by the function objects themselves: reading and hashing source is slow,
+    # and the same functions are checked on every install().
+    digest = hashlib.sha256()
+    for name, function in functions:
+        try:
+            source = inspect.getsource(function)
+        except (OSError, TypeError):
+            return None
+        digest.update(name.encode())
+        digest.update(b"\0")
+        digest.update(textwrap.dedent(source).strip().encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
