@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from . import __version__
+from . import __version__, doctor
 from ._bench import command as bench
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
@@ -27,6 +27,7 @@ class Subcommand:
 
 SUBCOMMANDS: list[Subcommand] = [
     Subcommand("bench", bench.HELP, bench.add_arguments, bench.run),
+    Subcommand("doctor", doctor.HELP, doctor.add_arguments, doctor.run),
 ]
 
 

@@ -168,6 +168,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not run the openai-agents helpers",
     )
     parser.add_argument(
+        "--openai-agents",
+        action="store_true",
+        help="instead of the engine suite, time a multi-turn openai-agents conversation on "
+        "a SQLite session with and without histcore.openai_agents.install(), and its "
+        "helpers (sizes default to 10,000 and 100,000 items)",
+    )
+    parser.add_argument(
         "--allow-debug",
         action="store_true",
         help="time a debug build of the Rust engine anyway (output labelled meaningless)",
@@ -225,6 +232,14 @@ def run(args: argparse.Namespace) -> int:
                 "meaningless. Build a release wheel (pip install .), or pass --allow-debug "
                 "to run anyway with the output labelled as debug."
             )
+
+    if args.openai_agents:
+        from . import sdk_conversation
+
+        sdk_sizes = sizes if args.sizes != DEFAULT_SIZES else sdk_conversation.DEFAULT_SIZES
+        return sdk_conversation.run_cli(
+            sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path
+        )
 
     settings = Settings(
         sizes=sizes,
