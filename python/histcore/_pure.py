@@ -15,6 +15,16 @@ from typing import Any
 
 import xxhash
 
+from ._vocabulary import (
+    CALL_AND_OUTPUT_TYPES,
+    CALL_TO_OUTPUT_TYPE,
+    FAKE_ID,
+    METADATA_KEYS,
+    OUTPUT_TYPES,
+    PRECURSOR_TYPES,
+    PROGRAM_OWNED_HOSTED_TYPES,
+)
+
 __all__ = [
     "MAX_DEPTH",
     "canonical_json",
@@ -32,36 +42,6 @@ __all__ = [
 #: Containers nested deeper than this raise ValueError (also catches cycles).
 MAX_DEPTH = 256
 
-CALL_TO_OUTPUT_TYPE: dict[str, str] = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "shell_call": "shell_call_output",
-    "apply_patch_call": "apply_patch_call_output",
-    "computer_call": "computer_call_output",
-    "local_shell_call": "local_shell_call_output",
-    "tool_search_call": "tool_search_output",
-    "program": "program_output",
-}
-OUTPUT_TYPES = frozenset(CALL_TO_OUTPUT_TYPE.values())
-CALL_AND_OUTPUT_TYPES = frozenset(CALL_TO_OUTPUT_TYPE) | OUTPUT_TYPES
-# Items that must keep their earliest position so they never move behind a follower.
-PRECURSOR_TYPES = frozenset(CALL_TO_OUTPUT_TYPE) | {"mcp_approval_request", "reasoning"}
-# Hosted items whose presence keeps the program that issued them alive.
-PROGRAM_OWNED_HOSTED_TYPES = frozenset(
-    {
-        "hosted_tool_call",
-        "file_search_call",
-        "web_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-        "mcp_list_tools",
-        "mcp_call",
-        "mcp_approval_request",
-        "mcp_approval_response",
-    }
-)
-FAKE_ID = "__fake_id__"
-METADATA_KEYS = ("_agents_tool_description", "_agents_tool_title")
 
 _REJECTED_SEQUENCES = (str, bytes, bytearray, dict)
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import items as engine
+from ._vocabulary import CALL_TO_OUTPUT_TYPE
 
 __all__ = [
     "HELP",
@@ -59,16 +60,7 @@ HELP = "check SQLite session stores for broken tool-call history (and --fix it)"
 SESSIONS_TABLE = "agent_sessions"
 MESSAGES_TABLE = "agent_messages"
 
-CALL_TO_OUTPUT = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "shell_call": "shell_call_output",
-    "apply_patch_call": "apply_patch_call_output",
-    "computer_call": "computer_call_output",
-    "local_shell_call": "local_shell_call_output",
-    "tool_search_call": "tool_search_output",
-    "program": "program_output",
-}
+CALL_TO_OUTPUT = CALL_TO_OUTPUT_TYPE
 OUTPUT_TO_CALL = {output: call for call, output in CALL_TO_OUTPUT.items()}
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2

@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ._pure import CALL_TO_OUTPUT_TYPE
+from ._vocabulary import CALL_TO_OUTPUT_TYPE
 from .agent import Agent
 from .exceptions import MaxTurnsExceeded, ModelBehaviorError, UserError
 from .items import deduplicate_input_items_preferring_latest, deep_copy_items

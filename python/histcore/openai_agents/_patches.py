@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import items as engine
+from .._vocabulary import CALL_TO_OUTPUT_TYPE, PRECURSOR_TYPES, PROGRAM_OWNED_HOSTED_TYPES
 from . import _prepare as prepare
 from . import _replacements as fast
 from . import _session_keys as session_keys
@@ -34,30 +35,9 @@ __all__ = ["GROUPS", "Binding", "Group", "Target", "bind", "plan", "sdk_modules"
 ITEMS = "agents.run_internal.items"
 SESSION = "agents.run_internal.session_persistence"
 
-_CALL_TO_OUTPUT = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "shell_call": "shell_call_output",
-    "apply_patch_call": "apply_patch_call_output",
-    "computer_call": "computer_call_output",
-    "local_shell_call": "local_shell_call_output",
-    "tool_search_call": "tool_search_output",
-    "program": "program_output",
-}
-_PRECURSORS = frozenset(_CALL_TO_OUTPUT) | {"mcp_approval_request", "reasoning"}
-_PROGRAM_OWNED_HOSTED = frozenset(
-    {
-        "hosted_tool_call",
-        "file_search_call",
-        "web_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-        "mcp_list_tools",
-        "mcp_call",
-        "mcp_approval_request",
-        "mcp_approval_response",
-    }
-)
+_CALL_TO_OUTPUT = CALL_TO_OUTPUT_TYPE
+_PRECURSORS = PRECURSOR_TYPES
+_PROGRAM_OWNED_HOSTED = PROGRAM_OWNED_HOSTED_TYPES
 
 # (original, its module, the group's replacements built so far) -> replacement
 Build = Callable[[Any, ModuleType, Mapping[str, Any]], Any]

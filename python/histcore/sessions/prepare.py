@@ -13,7 +13,7 @@ import sys
 from itertools import repeat
 from typing import Any
 
-from .._pure import CALL_TO_OUTPUT_TYPE, METADATA_KEYS
+from .._vocabulary import CALL_TO_OUTPUT_TYPE, METADATA_KEYS
 from ..exceptions import UserError
 from ..items import (
     classify_callback_output,
