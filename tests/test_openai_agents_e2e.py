@@ -213,10 +213,13 @@ def test_runner_results_are_identical_with_install(
         "dump_compatible_copy",
         "deep_copy",
     }
+    assert expected_paths <= set(hits.counts) <= expected_paths | {"canonical_key_table"}, (
+        hits.counts
+    )
     if histcore.BACKEND == "rust" and callback is reshape:
-        # Only reconstructions need keys (text keys with the pure twin).
-        expected_paths.add("canonical_key_table")
-    assert set(hits.counts) == expected_paths, hits.counts
+        # Reconstructions are matched by content: canonical keys (text keys with the
+        # pure twin; identity alone decides the other callbacks on recent releases).
+        assert "canonical_key_table" in hits.counts, hits.counts
 
 
 def test_sqlite_store_written_with_install_reads_back_identically(tmp_path: Any) -> None:
