@@ -141,6 +141,18 @@ def pg_server() -> PgServer:
     return server
 
 
+def require_psycopg() -> None:
+    """psycopg and psycopg-pool (the postgres extra), or end the test: skipped locally,
+    failed when CI is set."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        if in_ci():
+            pytest.fail(f"the postgres extra is required when CI is set: {exc}", pytrace=False)
+        pytest.skip(f"the postgres extra is not installed: {exc}")
+
+
 def require_pg() -> PgServer:
     """The server, or end the test: skipped locally, failed when CI is set."""
     try:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _pg import BACKENDS, Backends, backends, pg_execute, require_pg, unique
+from _pg import BACKENDS, Backends, backends, pg_execute, require_pg, require_psycopg, unique
 from histcore import canonical_json
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions import SessionSettings
@@ -340,6 +340,7 @@ async def test_tables_of_another_layout_are_a_clear_error(pg: Backends) -> None:
 
 
 def test_bad_arguments_are_named() -> None:
+    require_psycopg()
     from histcore.sessions.postgres import PostgresSession
 
     with pytest.raises(TypeError, match="exactly one of dsn= and pool="):
@@ -370,9 +371,9 @@ async def test_sessions_share_a_pool_and_accept_their_own(pg: Backends) -> None:
 
 
 async def test_an_unreachable_server_is_a_clear_error_without_the_password() -> None:
+    require_pg()
     from histcore.sessions.postgres import PostgresSession
 
-    require_pg()
     dsn = "postgresql://someone:s3cret-password@127.0.0.1:1/nowhere"
     session = PostgresSession("s", dsn, connect_timeout=1)
     with pytest.raises(
