@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._cancellation import to_the_end
 from .exceptions import HistcoreError, RunStateError
 from .run_state import RunState
 
@@ -80,28 +81,6 @@ class StoredRunState:
 
     state: RunState
     version: int
-
-
-async def _to_the_end(future: asyncio.Future[_T]) -> _T:
-    """Await ``future`` to its end even when the caller is cancelled meanwhile, then
-    re-raise the cancellation: a cancelled save is over (done or not done) by the time
-    the caller's cleanup runs, never still in flight."""
-    cancelled: asyncio.CancelledError | None = None
-    while True:
-        try:
-            result = await asyncio.shield(future)
-        except asyncio.CancelledError as exc:
-            if future.done():
-                raise
-            cancelled = exc
-            continue
-        except BaseException as exc:
-            if cancelled is not None:
-                raise cancelled from exc
-            raise
-        if cancelled is not None:
-            raise cancelled
-        return result
 
 
 def _check_key(key: object) -> str:
@@ -277,7 +256,7 @@ class SQLiteRunStateStore(RunStateStore):
                 except sqlite3.Error as exc:
                     raise RunStateStoreError(f"{self!r}: {operation} failed: {exc}") from exc
 
-        return await _to_the_end(asyncio.get_running_loop().run_in_executor(None, run))
+        return await to_the_end(asyncio.get_running_loop().run_in_executor(None, run))
 
     def _current(self, key: str) -> tuple[int, str] | None:
         row = self._conn.execute(
@@ -396,7 +375,7 @@ class PostgresRunStateStore(RunStateStore):
 
     async def _run(self, operation: str, work: Callable[[Any], Any]) -> Any:
         """``await work(conn)`` on a pooled connection, to its end even if the caller is
-        cancelled (see ``_to_the_end``); database errors become RunStateStoreError."""
+        cancelled (see ``to_the_end``); database errors become RunStateStoreError."""
         pg = self._pg
         errors = (pg.psycopg.Error, pg.PoolTimeout, pg.SessionError)
 
@@ -412,7 +391,7 @@ class PostgresRunStateStore(RunStateStore):
                 return await work(conn)
 
         try:
-            return await _to_the_end(asyncio.ensure_future(run()))
+            return await to_the_end(asyncio.ensure_future(run()))
         except errors as exc:
             raise RunStateStoreError(f"{self!r}: {operation} failed: {exc}") from exc
 

@@ -55,6 +55,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
 
 import orjson
 
+from .._cancellation import to_the_end
 from ..exceptions import SessionClosedError, SessionError
 from ..items import deep_copy_items
 from ._codec import decode_row, decode_rows, encode_items
@@ -547,29 +548,14 @@ class PostgresSession(SessionABC):
         """Run a write to its end even if the caller is cancelled meanwhile, so a
         cancelled caller never leaves a transaction whose outcome nobody learns; the
         cancellation is re-raised afterwards. Database errors become SessionError."""
-        task = asyncio.ensure_future(work())
-        cancelled: asyncio.CancelledError | None = None
-        while True:
+
+        async def mapped() -> _T:
             try:
-                result = await asyncio.shield(task)
-            except asyncio.CancelledError as exc:
-                if task.done():
-                    raise
-                cancelled = exc
-                continue
+                return await work()
             except (psycopg.Error, PoolTimeout) as exc:
-                error = self._failure(operation, exc)
-                if cancelled is not None:
-                    raise cancelled from error
-                raise error from exc
-            except BaseException as exc:
-                if cancelled is not None:
-                    raise cancelled from exc
-                raise
-            break
-        if cancelled is not None:
-            raise cancelled
-        return result
+                raise self._failure(operation, exc) from exc
+
+        return await to_the_end(asyncio.ensure_future(mapped()))
 
     def _skip(self, row_id: int, reason: str) -> None:
         if row_id not in self._skipped:

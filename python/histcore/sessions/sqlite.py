@@ -17,6 +17,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .._cancellation import to_the_end
 from ..exceptions import SessionError
 from ._codec import encode_items_utf8
 from ._sqlite_store import SQLiteStore, logger
@@ -177,21 +178,4 @@ class SQLiteSession(SessionABC):
         whether its write happened. The cancellation is re-raised once the write is over.
         """
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(None, self._guarded(operation, work, *args))
-        cancelled: asyncio.CancelledError | None = None
-        while True:
-            try:
-                result = await asyncio.shield(future)
-            except asyncio.CancelledError as exc:
-                if future.done():
-                    raise
-                cancelled = exc
-                continue
-            except BaseException as exc:
-                if cancelled is not None:
-                    raise cancelled from exc
-                raise
-            break
-        if cancelled is not None:
-            raise cancelled
-        return result
+        return await to_the_end(loop.run_in_executor(None, self._guarded(operation, work, *args)))
