@@ -1,4 +1,5 @@
-"""PostgreSQL for the tests, and session / RunState-store factories for every backend.
+"""PostgreSQL for the tests, session / RunState-store factories for every backend, and
+``ListSession``, a session written without histcore.
 
 The server is the one named by ``HISTCORE_PG_DSN`` (with ``HISTCORE_PG_DIR``, the
 cluster directory printed by ``scripts/pg-cluster.sh start``, restart tests can restart
@@ -178,6 +179,29 @@ async def pg_execute(sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, 
 
 
 # --- sessions and stores of every backend ---------------------------------------------------
+
+
+class ListSession:
+    """A third-party session: only the protocol's members, over a plain list of items
+    (``items``) that it hands out as they are, stored objects included."""
+
+    session_id = "third"
+    session_settings = None
+
+    def __init__(self, items: list[Any] | None = None) -> None:
+        self.items: list[Any] = [] if items is None else items
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return self.items if not limit else self.items[-limit:]
+
+    async def add_items(self, items: list[Any]) -> None:
+        self.items.extend(items)
+
+    async def pop_item(self) -> Any:
+        return self.items.pop() if self.items else None
+
+    async def clear_session(self) -> None:
+        self.items.clear()
 
 
 class Backends:

@@ -14,6 +14,15 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 MAX_DEPTH = 256
+# The engine functions that take one list of items.
+ITEM_LIST_FUNCTIONS = (
+    "dedupe_keys",
+    "deduplicate_input_items",
+    "deduplicate_input_items_preferring_latest",
+    "content_keys",
+    "drop_orphan_function_calls",
+    "deep_copy_items",
+)
 
 CALL_TO_OUTPUT = {
     "function_call": "function_call_output",

@@ -21,7 +21,7 @@ import pytest
 
 # Under ``--import-mode=importlib`` (how scripts/test.sh runs the suite against the
 # installed package) test modules are not put on sys.path, so make the shared helper
-# module ``_strategies`` importable explicitly.
+# modules (``_strategies``, ``_pg``, ``_runner``) importable explicitly.
 _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
@@ -76,6 +76,13 @@ def load_engine(name: str) -> ModuleType:
 def engine(request: pytest.FixtureRequest) -> ModuleType:
     """The engine under test: ``histcore._pure`` or ``histcore._core``."""
     return load_engine(request.param)
+
+
+@pytest.fixture(params=["run", "streamed"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """How a runner test runs its agent: ``Runner.run`` or ``Runner.run_streamed``
+    (see ``_runner.drive``)."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="session")

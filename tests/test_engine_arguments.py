@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _strategies import MAX_DEPTH, call, nested_lists, output, sdk_histories, user
+from _strategies import (
+    ITEM_LIST_FUNCTIONS,
+    MAX_DEPTH,
+    call,
+    nested_lists,
+    output,
+    sdk_histories,
+    user,
+)
 
 NOT_ITEM_LISTS: list[Any] = ["abc", b"abc", bytearray(b"ab"), {"type": "x"}, 5, None, 1.5, object()]
-LIST_FUNCTIONS = (
-    "dedupe_keys",
-    "deduplicate_input_items",
-    "deduplicate_input_items_preferring_latest",
-    "content_keys",
-    "drop_orphan_function_calls",
-    "deep_copy_items",
-)
 
 
 def _type_error(function: Callable[[], Any], argument: str, value: Any) -> None:
@@ -33,7 +33,7 @@ def _type_error(function: Callable[[], Any], argument: str, value: Any) -> None:
     assert type(value).__name__ in message, message
 
 
-@pytest.mark.parametrize("name", LIST_FUNCTIONS)
+@pytest.mark.parametrize("name", ITEM_LIST_FUNCTIONS)
 @pytest.mark.parametrize("value", NOT_ITEM_LISTS, ids=lambda v: type(v).__name__)
 def test_item_list_arguments_reject_non_lists(engine: ModuleType, name: str, value: Any) -> None:
     function = getattr(engine, name)
@@ -80,7 +80,7 @@ def test_errors_raised_while_iterating_propagate(engine: ModuleType) -> None:
         yield user("u")
         raise RuntimeError("source failed")
 
-    for name in LIST_FUNCTIONS:
+    for name in ITEM_LIST_FUNCTIONS:
         with pytest.raises(RuntimeError, match="source failed"):
             getattr(engine, name)(failing())
 

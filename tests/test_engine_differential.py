@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _strategies import (
+    ITEM_LIST_FUNCTIONS,
     FunctionCallModel,
     callback_rounds,
     deep_values,
@@ -72,16 +73,6 @@ def assert_same(pure: ModuleType, core: ModuleType, name: str, *args: Any, **kwa
     expected = outcome(pure, name, *args, **kwargs)
     actual = outcome(core, name, *args, **kwargs)
     assert actual == expected, f"{name}: rust {actual!r} != pure {expected!r}"
-
-
-ITEM_LIST_FUNCTIONS = (
-    "dedupe_keys",
-    "deduplicate_input_items",
-    "deduplicate_input_items_preferring_latest",
-    "content_keys",
-    "drop_orphan_function_calls",
-    "deep_copy_items",
-)
 
 
 def check_all(pure: ModuleType, core: ModuleType, items: Any) -> None:

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from _pg import ListSession
 from _strategies import (
     SDK_TYPES,
     call_output_sequences,
@@ -513,26 +514,14 @@ def test_fingerprint_of_unencodable_structures_is_the_sdks() -> None:
 # --- the session-callback classification ----------------------------------------------
 
 
-class ListSession:
-    """A session holding arbitrary Python objects (the SDK's SQLite one holds JSON)."""
+class CopyingListSession(ListSession):
+    """A session holding arbitrary Python objects (the SDK's SQLite one holds JSON),
+    handing out a new list on every read."""
 
     session_id = "differential"
-    session_settings = None
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        return list(self.items if limit is None else self.items[-limit:])
-
-    async def add_items(self, items: list[Any]) -> None:
-        self.items.extend(items)
-
-    async def pop_item(self) -> Any:
-        return self.items.pop() if self.items else None
-
-    async def clear_session(self) -> None:
-        self.items.clear()
+        return list(await super().get_items(limit))
 
 
 @st.composite
@@ -606,7 +595,7 @@ def _prepare_outcome(
 ) -> tuple[str, Any]:
     from agents.memory import SessionSettings
 
-    session = ListSession(copy.deepcopy(history))
+    session = CopyingListSession(copy.deepcopy(history))
     settings_ = SessionSettings(limit=limit) if limit is not None else None
     try:
         prepared, persisted = asyncio.run(

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _pg import ListSession
 from histcore._bench.generate import generate_history
 from histcore.exceptions import UserError
 from histcore.sessions import (
@@ -380,28 +381,6 @@ async def test_results_share_no_objects(make_session: Factory) -> None:
         to_persist[0]["content"].append("x")
         assert new == [{"role": "user", "content": [{"type": "input_text", "text": "u1"}]}]
         assert await session.get_items() == [user("u0")]
-
-
-class ListSession:
-    """A third-party session handing out its own stored objects."""
-
-    session_id = "third"
-    session_settings = None
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        return self.items if not limit else self.items[-limit:]
-
-    async def add_items(self, items: list[Any]) -> None:
-        self.items.extend(items)
-
-    async def pop_item(self) -> Any:
-        return self.items.pop() if self.items else None
-
-    async def clear_session(self) -> None:
-        self.items.clear()
 
 
 async def test_third_party_session_store_is_never_touched() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from _pg import ListSession
 from histcore.exceptions import UserError
 from histcore.sessions import MemorySession, SQLiteSession, save_turn_to_session
 
@@ -95,26 +96,6 @@ async def test_items_are_normalised_and_the_session_gets_copies() -> None:
     assert written[1] == call("c1")
     assert tagged["_agents_tool_description"] == "d"
     assert await session.get_items() == [user("q"), call("c1"), output("c1")]
-
-
-class ListSession:
-    session_id = "third"
-    session_settings = None
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        return self.items
-
-    async def add_items(self, items: list[Any]) -> None:
-        self.items.extend(items)
-
-    async def pop_item(self) -> Any:
-        return None
-
-    async def clear_session(self) -> None:
-        self.items.clear()
 
 
 async def test_a_third_party_store_never_aliases_the_caller_objects() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 import histcore.run
 import histcore.run_state
+from _runner import Result, drive
 from histcore.agent import Agent
 from histcore.exceptions import UserError
-from histcore.result import RunResult, RunResultStreaming
 from histcore.run import Runner, rejection_text
 from histcore.run_state import ApprovalDecision, RunState
 from histcore.testing import (
@@ -26,22 +26,7 @@ from histcore.testing import (
 )
 from histcore.tool import ToolApprovalItem, function_tool
 
-Result = RunResult | RunResultStreaming
 deleted: list[str] = []
-
-
-@pytest.fixture(params=["run", "streamed"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-async def drive(mode: str, agent: Agent, input: Any, **kwargs: Any) -> Result:
-    if mode == "run":
-        return await Runner.run(agent, input, **kwargs)
-    result = Runner.run_streamed(agent, input, **kwargs)
-    async for _ in result.stream_events():
-        pass
-    return result
 
 
 @function_tool(needs_approval=True)

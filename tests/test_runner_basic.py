@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from _runner import drive
 from histcore import items
 from histcore.agent import Agent
 from histcore.exceptions import HistcoreError, MaxTurnsExceeded, ModelBehaviorError, UserError
 from histcore.models.interface import ModelResponse, Usage
-from histcore.result import RunResult, RunResultStreaming
 from histcore.run import Runner
 from histcore.run_config import (
     CallModelData,
@@ -32,24 +32,6 @@ from histcore.testing import (
     user_message,
 )
 from histcore.tool import function_tool
-
-Result = RunResult | RunResultStreaming
-
-
-@pytest.fixture(params=["run", "streamed"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-async def drive(mode: str, agent: Agent, input: Any, **kwargs: Any) -> Result:
-    """Run with ``Runner.run`` or ``Runner.run_streamed`` (consuming every event)."""
-    if mode == "run":
-        return await Runner.run(agent, input, **kwargs)
-    result = Runner.run_streamed(agent, input, **kwargs)
-    async for _ in result.stream_events():
-        pass
-    assert result.is_complete
-    return result
 
 
 @function_tool

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from _runner import drive
 from histcore.agent import Agent
 from histcore.exceptions import MaxTurnsExceeded, UserError
-from histcore.result import RunResult, RunResultStreaming
+from histcore.result import RunResultStreaming
 from histcore.run import Runner
 from histcore.run_config import RunConfig
 from histcore.run_state import RunState
@@ -27,13 +28,6 @@ from histcore.testing import (
 )
 from histcore.tool import function_tool
 
-Result = RunResult | RunResultStreaming
-
-
-@pytest.fixture(params=["run", "streamed"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
 
 @pytest.fixture(params=["memory", "sqlite"])
 def session(request: pytest.FixtureRequest) -> Iterator[Session]:
@@ -42,15 +36,6 @@ def session(request: pytest.FixtureRequest) -> Iterator[Session]:
     else:
         with SQLiteSession("s1") as store:
             yield store
-
-
-async def drive(mode: str, agent: Agent, input: Any, **kwargs: Any) -> Result:
-    if mode == "run":
-        return await Runner.run(agent, input, **kwargs)
-    result = Runner.run_streamed(agent, input, **kwargs)
-    async for _ in result.stream_events():
-        pass
-    return result
 
 
 @function_tool

@@ -10,7 +10,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from _pg import backends
+from _pg import ListSession, backends
 from histcore.exceptions import SessionClosedError
 from histcore.sessions import (
     MemorySession,
@@ -241,33 +241,11 @@ def test_session_settings_validate_and_resolve() -> None:
     assert base.to_dict() == {"limit": 5}
 
 
-class ThirdPartySession:
-    """A session written without histcore: it only has the protocol's members."""
-
-    session_id = "third"
-    session_settings = None
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        return self.items if not limit else self.items[-limit:]
-
-    async def add_items(self, items: list[Any]) -> None:
-        self.items.extend(items)
-
-    async def pop_item(self) -> Any:
-        return self.items.pop() if self.items else None
-
-    async def clear_session(self) -> None:
-        self.items.clear()
-
-
 def test_protocol_is_runtime_checkable() -> None:
     assert isinstance(MemorySession(), Session)
     with SQLiteSession("s") as session:
         assert isinstance(session, Session)
-    assert isinstance(ThirdPartySession(), Session)
+    assert isinstance(ListSession(), Session)
     assert not isinstance(object(), Session)
 
 

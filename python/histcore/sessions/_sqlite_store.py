@@ -66,6 +66,7 @@ from typing import Any
 from ..exceptions import SessionClosedError, SessionError
 from ..items import deep_copy_items
 from ._codec import CorruptRow, decode_row, decode_rows
+from ._corrupt import SkipsCorruptRows
 from ._gc import collector_paused
 
 __all__ = ["SQLiteStore"]
@@ -129,7 +130,7 @@ def _insert_sql(table: str, rows: int, cast: bool) -> str:
     return f"INSERT INTO {table} (session_id, message_data) VALUES {values}"
 
 
-class SQLiteStore:
+class SQLiteStore(SkipsCorruptRows):
     """One session's connection to a SQLite file, and its history cache."""
 
     def __init__(
@@ -312,21 +313,10 @@ class SQLiteStore:
             result.items.reverse()
         return result
 
-    def _skip(self, row_id: int, reason: str) -> None:
-        if row_id not in self._skipped:
-            self._skipped[row_id] = reason
-            logger.warning(
-                "session %r: skipped row %d of %s, it is not JSON (%s)",
-                self.session_id,
-                row_id,
-                self.messages_table,
-                reason,
-            )
-
     @property
     def skipped_row_ids(self) -> tuple[int, ...]:
         with self._lock:
-            return tuple(sorted(self._skipped))
+            return self._skipped_ids()
 
     # --- reads --------------------------------------------------------------------
 

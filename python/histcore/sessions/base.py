@@ -11,7 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 __all__ = [
     "InputItem",
@@ -134,3 +135,42 @@ class SessionABC(ABC):
     @abstractmethod
     async def clear_session(self) -> None:
         """Remove every item of this session."""
+
+
+_Closable = TypeVar("_Closable", bound="_ClosableSession")
+
+
+class _ClosableSession(SessionABC):
+    """A backend holding a connection: ``close()`` ends it, and so does leaving a
+    ``with`` or ``async with`` block around it."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """End the session; afterwards every operation raises ``SessionClosedError``."""
+
+    def __enter__(self: _Closable) -> _Closable:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self: _Closable) -> _Closable:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._aclose()
+
+    async def _aclose(self) -> None:
+        """How ``async with`` closes: by calling ``close()``, unless a backend whose
+        ``close()`` may block overrides this."""
+        self.close()

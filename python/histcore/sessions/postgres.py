@@ -36,12 +36,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import logging
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, TypeVar
 
 try:
@@ -59,13 +57,12 @@ from .._cancellation import to_the_end
 from ..exceptions import SessionClosedError, SessionError
 from ..items import deep_copy_items
 from ._codec import decode_row, decode_rows, encode_items
+from ._corrupt import SkipsCorruptRows
 from ._gc import collector_paused
-from .base import InputItem, SessionABC, SessionSettings, check_limit, resolve_limit
+from .base import InputItem, SessionSettings, _ClosableSession, check_limit, resolve_limit
 from .memory import items_argument
 
 __all__ = ["PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
-
-logger = logging.getLogger("histcore.sessions")
 
 _T = TypeVar("_T")
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
@@ -308,7 +305,7 @@ class _HistoryChanged(Exception):
 # --- the session ----------------------------------------------------------------------
 
 
-class PostgresSession(SessionABC):
+class PostgresSession(_ClosableSession, SkipsCorruptRows):
     """A session stored in PostgreSQL, shared safely by any number of workers.
 
     Give either ``dsn`` (sessions with the same DSN share a pool, see ``shared_pool``;
@@ -474,32 +471,10 @@ class PostgresSession(SessionABC):
         self._closed = True
         self._history = None
 
-    def __enter__(self) -> PostgresSession:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> PostgresSession:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
     @property
     def skipped_row_ids(self) -> tuple[int, ...]:
         """Ids of the rows of this session skipped because they are not JSON."""
-        return tuple(sorted(self._skipped))
+        return self._skipped_ids()
 
     def __repr__(self) -> str:
         where = describe_dsn(self._dsn) if self._dsn is not None else "<pool>"
@@ -556,17 +531,6 @@ class PostgresSession(SessionABC):
                 raise self._failure(operation, exc) from exc
 
         return await to_the_end(asyncio.ensure_future(mapped()))
-
-    def _skip(self, row_id: int, reason: str) -> None:
-        if row_id not in self._skipped:
-            self._skipped[row_id] = reason
-            logger.warning(
-                "session %r: skipped row %d of %s, it is not JSON (%s)",
-                self.session_id,
-                row_id,
-                self.messages_table,
-                reason,
-            )
 
     def _forget_popped(self, removed: list[int], generations: list[int]) -> None:
         """Keep the cache in step with our own pop, when it was current before it."""

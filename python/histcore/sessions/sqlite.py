@@ -14,14 +14,13 @@ import asyncio
 import os
 import sqlite3
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, TypeVar
 
 from .._cancellation import to_the_end
 from ..exceptions import SessionError
 from ._codec import encode_items_utf8
 from ._sqlite_store import SQLiteStore, logger
-from .base import InputItem, SessionABC, SessionSettings, check_limit, resolve_limit
+from .base import InputItem, SessionSettings, _ClosableSession, check_limit, resolve_limit
 from .memory import items_argument
 
 __all__ = ["SQLiteSession"]
@@ -29,7 +28,7 @@ __all__ = ["SQLiteSession"]
 _T = TypeVar("_T")
 
 
-class SQLiteSession(SessionABC):
+class SQLiteSession(_ClosableSession):
     """A session stored in a SQLite file (or ``:memory:``), in the Agents SDK's tables.
 
     ``busy_timeout``: seconds a write waits for another connection's write to finish.
@@ -108,26 +107,7 @@ class SQLiteSession(SessionABC):
         """Close the connection; waits for an operation in progress. Idempotent."""
         self._store.close()
 
-    def __enter__(self) -> SQLiteSession:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SQLiteSession:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def _aclose(self) -> None:
         # Closing waits for the worker that may still hold the connection.
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
