@@ -2,12 +2,13 @@
 //!
 //! This file is the only Python module declaration: the Python functions, with argument
 //! handling in `args`. The rules live in plain-Rust modules (`canonical`, `keys`,
-//! `dedupe`, `orphans`, `classify`, `intern`); Python traversal in `extract`, `encode`,
+//! `dedupe`, `orphans`, `classify`, `intern`, `digits`); Python traversal in `extract`, `encode`,
 //! `deepcopy` and `text`. `python/histcore/_pure.py` is the executable specification.
 
 pub mod canonical;
 pub mod classify;
 pub mod dedupe;
+pub mod digits;
 pub mod intern;
 pub mod keys;
 pub mod orphans;
@@ -18,6 +19,7 @@ mod encode;
 mod extract;
 mod text;
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
@@ -30,7 +32,7 @@ use crate::extract::{item_key, orphan_facts, PayloadOracle, Reader};
 use crate::intern::Strings;
 use crate::keys::KeyBuilder;
 use crate::orphans::{NoOracle, Pruning};
-use crate::text::to_py_string;
+use crate::text::{str_bytes, to_py_string};
 
 /// Above this many items, the pure-Rust phases run with the GIL released.
 const DETACH_THRESHOLD: usize = 50_000;
@@ -382,6 +384,43 @@ fn classify_callback_output<'py>(
     )
 }
 
+// --- exact JSON decoding -------------------------------------------------------------
+
+/// Positions of the texts that hold 19 or more consecutive ASCII digits.
+///
+/// A JSON integer there may not fit in 64 bits, which orjson would read as a float
+/// (dropping digits); such texts are decoded by the standard library instead. A long
+/// run inside a string is reported too (it only costs a slower decode). ``texts``
+/// holds str or bytes; anything else raises TypeError naming its position.
+#[pyfunction]
+#[pyo3(signature = (texts, *extra), text_signature = "(texts)")]
+fn long_integer_candidates<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyList>> {
+    reject_extra("long_integer_candidates", extra)?;
+    let texts = Items::of(texts, "texts")?;
+    let mut positions = Vec::new();
+    for index in 0..texts.len() {
+        let text = texts.get(index)?;
+        let found = if let Ok(bytes) = text.cast::<PyBytes>() {
+            digits::has_long_run(bytes.as_bytes())
+        } else if text.is_instance_of::<PyString>() {
+            digits::has_long_run(str_bytes(&text)?.as_bytes())
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "texts[{index}] must be str or bytes, not {}",
+                text.get_type().name()?
+            )));
+        };
+        if found {
+            positions.push(index);
+        }
+    }
+    PyList::new(py, positions)
+}
+
 // --- module --------------------------------------------------------------------------
 
 #[pymodule]
@@ -408,5 +447,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(deep_copy_items, module)?)?;
     module.add_function(wrap_pyfunction!(drop_orphan_function_calls, module)?)?;
     module.add_function(wrap_pyfunction!(classify_callback_output, module)?)?;
+    module.add_function(wrap_pyfunction!(long_integer_candidates, module)?)?;
     Ok(())
 }

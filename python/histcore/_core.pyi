@@ -16,6 +16,7 @@ __all__ = [
     "deep_copy_items",
     "drop_orphan_function_calls",
     "classify_callback_output",
+    "long_integer_candidates",
 ]
 
 MAX_DEPTH: Final[int]
@@ -38,3 +39,4 @@ def drop_orphan_function_calls(
 def classify_callback_output(
     history: Iterable[Any], new_items: Iterable[Any], combined: Iterable[Any]
 ) -> tuple[list[int], list[int]]: ...
+def long_integer_candidates(texts: Iterable[Any]) -> list[int]: ...

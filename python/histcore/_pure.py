@@ -37,6 +37,7 @@ __all__ = [
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
     "drop_orphan_function_calls",
+    "long_integer_candidates",
 ]
 
 #: Containers nested deeper than this raise ValueError (also catches cycles).
@@ -545,3 +546,34 @@ def classify_callback_output(
     history_positions = [p for p, label in enumerate(labels) if label == HISTORY]
     persisted_positions = [p for p, label in enumerate(labels) if label == PERSIST]
     return history_positions, persisted_positions
+
+
+# --- exact JSON decoding ---------------------------------------------------------------
+
+# Digits in a row from which a JSON integer may not fit in 64 bits (orjson would read it
+# as a float): every integer of up to 18 digits fits in i64.
+_LONG_RUN = b"0" * 19
+# Maps each digit to "0" and every other byte to a space, so a run becomes a substring.
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+
+
+def long_integer_candidates(texts: Iterable[Any]) -> list[int]:
+    """Positions of the texts (str or bytes) holding 19 or more consecutive ASCII digits.
+
+    A JSON integer there may not fit in 64 bits, which orjson would read as a float;
+    such texts are decoded by the standard library instead. A long run inside a string
+    is reported too (it only costs a slower decode). Other values raise TypeError
+    naming their position.
+    """
+    texts = _as_list(texts, "texts")
+    positions = []
+    for position, text in enumerate(texts):
+        if isinstance(text, bytes):
+            data = text
+        elif isinstance(text, str):
+            data = text.encode("utf-8", "surrogatepass")
+        else:
+            raise TypeError(f"texts[{position}] must be str or bytes, not {type(text).__name__}")
+        if _LONG_RUN in data.translate(_DIGITS_AS_ZEROS):
+            positions.append(position)
+    return positions

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from . import _json
 from .exceptions import RunStateError, UserError
 from .items import MAX_DEPTH, deep_copy_items
 from .models.interface import ModelResponse, Usage
@@ -312,7 +311,7 @@ class RunState:
 
     def to_string(self) -> str:
         """``to_json()`` as a JSON string."""
-        return orjson.dumps(self.to_json()).decode()
+        return _json.dumps(self.to_json()).decode()
 
     @classmethod
     def from_string(cls, agent: Agent, text: str | bytes) -> RunState:
@@ -321,8 +320,8 @@ class RunState:
             raise RunStateError(f"RunState text must be a str, not {type(text).__name__}")
         try:
             with collector_paused():
-                data = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
+                data = _json.loads(text)
+        except ValueError as exc:
             raise RunStateError(f"RunState text is not valid JSON: {exc}") from None
         return cls.from_json(agent, data)
 

@@ -19,8 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from . import _json
 from .exceptions import HistcoreError, UserError
 from .items import deep_copy_items
 from .models.interface import ModelResponse, ModelStreamEvent, Usage
@@ -113,7 +112,7 @@ class ScriptedModel:
         output = self._queue.popleft()
         if isinstance(output, BaseException):
             raise output
-        tokens = len(orjson.dumps(output)) // 4
+        tokens = len(_json.dumps(output)) // 4
         return ModelResponse(
             output=deep_copy_items(output),
             usage=Usage(
@@ -220,7 +219,7 @@ def function_call(
     """A function call output item; ``arguments`` may be a dict (sent as JSON) and
     ``call_id`` defaults to a new unique id."""
     if not isinstance(arguments, str):
-        arguments = orjson.dumps(arguments).decode()
+        arguments = _json.dumps(arguments).decode()
     return {
         "type": "function_call",
         "call_id": call_id if call_id is not None else f"call_{next(_call_ids)}",

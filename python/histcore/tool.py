@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import inspect
+import json
 import logging
 import math
 import re
@@ -23,6 +24,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import orjson
 
+from . import _json
 from .exceptions import ModelBehaviorError, UserError
 
 __all__ = [
@@ -124,8 +126,8 @@ class FunctionTool:
         if not arguments.strip():
             return {}
         try:
-            parsed = orjson.loads(arguments)
-        except orjson.JSONDecodeError as exc:
+            parsed = _json.loads(arguments)
+        except ValueError as exc:
             raise ToolArgumentsError(f"arguments are not valid JSON ({exc})") from None
         if not isinstance(parsed, dict):
             raise ToolArgumentsError(
@@ -178,7 +180,11 @@ def tool_output_text(value: Any) -> str:
     if isinstance(value, (bool, int, float, list, tuple, dict)):
         try:
             return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-        except TypeError:
+        except TypeError:  # integers beyond 64 bits: the standard library writes them
+            pass
+        try:
+            return json.dumps(value, default=str)
+        except (TypeError, ValueError):
             return str(value)
     return str(value)
 

@@ -7,20 +7,22 @@ non-finite floats (which orjson would silently turn into ``null``) are written b
 ``model_dump()``) are stored as ``model_dump(exclude_unset=True)``.
 
 Decoding uses orjson and retries what it rejects with ``json.loads`` (the SDK writes
-``NaN``/``Infinity`` tokens that orjson does not read). A row neither can read is
-corrupt: the caller skips and reports it. Known loss: an integer beyond 64 bits that
-orjson reads comes back as a float, as orjson decodes it.
+``NaN``/``Infinity`` tokens that orjson does not read). A row that may hold an integer
+beyond 64 bits (19 or more digits in a row), which orjson would read as a float, is
+read by ``json.loads`` directly, so integers of any size come back exact. A row
+neither can read is corrupt: the caller skips and reports it.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from itertools import compress, repeat
 from operator import contains
 from typing import Any
 
 import orjson
+
+from .._json import NULL, has_non_finite, long_integer_candidates
 
 __all__ = [
     "CorruptRow",
@@ -29,8 +31,6 @@ __all__ = [
     "encode_items",
     "encode_items_utf8",
 ]
-
-_NULL = b"null"
 
 
 class CorruptRow(ValueError):
@@ -42,17 +42,6 @@ def _default(value: Any) -> Any:
     if dump is not None and callable(dump):
         return dump(exclude_unset=True)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _has_non_finite(value: Any) -> bool:
-    """True when a non-finite float sits anywhere in ``value`` (orjson writes it as null)."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_has_non_finite(member) for member in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_has_non_finite(member) for member in value)
-    return False
 
 
 def _stdlib_text(item: Any, index: int, cause: BaseException | None) -> bytes:
@@ -103,24 +92,30 @@ def encode_items_utf8(items: list[Any]) -> list[bytes]:
                 # orjson refuses some values json writes (big ints, int keys, ...).
                 encoded.append(_stdlib_text(item, index, exc))
     # Only an item whose text holds "null" can hold a non-finite float (C-level scan).
-    for index in compress(range(len(encoded)), map(contains, encoded, repeat(_NULL))):
-        if _has_non_finite(items[index]):
+    for index in compress(range(len(encoded)), map(contains, encoded, repeat(NULL))):
+        if has_non_finite(items[index]):
             encoded[index] = _stdlib_text(items[index], index, None)
     return encoded
+
+
+def _decode_exact(data: str | bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise CorruptRow(str(exc)) from None
 
 
 def decode_row(data: object) -> Any:
     """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON."""
     if not isinstance(data, (bytes, str)):
         raise CorruptRow(f"message_data is {type(data).__name__}, not JSON text")
+    if long_integer_candidates([data]):
+        return _decode_exact(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptRow(str(exc)) from None
+    return _decode_exact(data)
 
 
 def decode_rows(
@@ -131,13 +126,21 @@ def decode_rows(
     ``corrupt`` lists ``(row_id, reason)`` of the rows that are not JSON; they are left
     out of ``ids`` and ``items``.
     """
+    texts = [data for _, data in rows]
     loads = orjson.loads
     try:
-        items = [loads(data) for _, data in rows]
+        exact = long_integer_candidates(texts)
+        items = [loads(data) for data in texts]
     except (orjson.JSONDecodeError, TypeError):
         pass
     else:
-        return [row_id for row_id, _ in rows], items, []
+        try:
+            for position in exact:
+                items[position] = _decode_exact(texts[position])
+        except CorruptRow:
+            pass
+        else:
+            return [row_id for row_id, _ in rows], items, []
     ids: list[int] = []
     items = []
     corrupt: list[tuple[int, str]] = []
