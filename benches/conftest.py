@@ -27,7 +27,13 @@ def timing_enabled(config: pytest.Config) -> bool:
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Module | None:
-    """Collect ``bench_*.py`` here, without changing the project's test file pattern."""
+    """Collect ``bench_*.py`` here, without changing the project's test file pattern.
+
+    A file named on the command line is collected by pytest itself whatever its name,
+    so it is left to pytest (collecting it here too would run every benchmark twice).
+    """
+    if parent.session.isinitpath(file_path):
+        return None
     if file_path.suffix == ".py" and file_path.name.startswith("bench_"):
         module: pytest.Module = pytest.Module.from_parent(parent, path=file_path)
         return module
