@@ -1,9 +1,11 @@
 """Sessions and session-input preparation: histcore and the OpenAI Agents SDK side by side.
 
 One pytest-benchmark group per operation and size, holding a ``histcore`` and an
-``sdk`` row (and for fresh reads the ``baseline:select`` floor: a bare
-``SELECT ... fetchall()``), all working on the same SQLite file (the SDK's tables) holding a
-generated history (``histcore._bench.generate``):
+``sdk`` row, plus floors no session can beat: for fresh reads ``baseline:select`` (a bare
+``SELECT ... fetchall()``) and ``baseline:select+orjson`` (the same, each row then decoded
+by ``orjson.loads``), for writes ``baseline:executemany`` (the already encoded rows
+inserted by one ``executemany`` in one transaction, WAL mode). All work on the same SQLite
+file (the SDK's tables) holding a generated history (``histcore._bench.generate``):
 
 * ``add_items-N``: append N items to a new file;
 * ``get_items[fresh]-N``: a new session object reads all N items;
@@ -38,9 +40,11 @@ import sqlite3
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from histcore._bench.generate import generate_history
@@ -61,6 +65,11 @@ OPERATIONS = (
     "prepare-callback[first]",
     "prepare-callback[second]",
 )
+# Floors timed beside the sessions (see the module docstring).
+BASELINES = {
+    "get_items[fresh]": ("baseline:select", "baseline:select+orjson"),
+    "add_items": ("baseline:executemany",),
+}
 # The peak-memory target: histcore within this factor of the SDK.
 MEMORY_RATIO = 1.5
 MEMORY_WORKLOADS = ("get_items", "prepare", "prepare-callback")
@@ -112,8 +121,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             Case(operation, size, implementation)
             for size in sizes
             for operation in OPERATIONS
-            for implementation in IMPLEMENTATIONS
-            + (("baseline:select",) if operation == "get_items[fresh]" else ())
+            for implementation in IMPLEMENTATIONS + BASELINES.get(operation, ())
         ]
         metafunc.parametrize(
             "case",
@@ -233,13 +241,70 @@ def bare_select(path: Path) -> list[Any]:
         conn.close()
 
 
+def select_and_decode(path: Path) -> list[Any]:
+    """The floor of a read that decodes with orjson: the rows as bytes, each decoded,
+    with the cyclic collector paused (as histcore's reads pause it)."""
+    conn = sqlite3.connect(path)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        rows = conn.execute(
+            "SELECT CAST(message_data AS BLOB) FROM agent_messages "
+            "WHERE session_id = ? ORDER BY id",
+            (SESSION_ID,),
+        ).fetchall()
+        loads = orjson.loads
+        return [loads(data) for (data,) in rows]
+    finally:
+        if collecting:
+            gc.enable()
+        conn.close()
+
+
+def bare_executemany(path: Path, texts: list[str]) -> None:
+    """The floor of a write: encoded rows inserted in one transaction (WAL mode)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+            zip(repeat(SESSION_ID), texts),
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _baseline(benchmark: Any, case: Case, files: Files) -> None:
+    rounds = rounds_for(case.size)
+    if case.implementation == "baseline:executemany":
+        texts = [orjson.dumps(item).decode() for item in _history(case.size)]
+
+        def new_file() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            for old in files.root.glob("scratch-*"):
+                old.unlink()
+            path = files.scratch()
+            SQLiteSession(SESSION_ID, path).close()  # the SDK's tables, empty
+            return (path, texts), {}
+
+        (path, _), _ = new_file()
+        bare_executemany(path, texts)
+        with SQLiteSession(SESSION_ID, path) as written:
+            assert asyncio.run(written.get_items()) == _history(case.size)
+        benchmark.pedantic(bare_executemany, setup=new_file, rounds=rounds, iterations=1)
+        return
+    path = files.history(case.size)
+    read = bare_select if case.implementation == "baseline:select" else select_and_decode
+    assert len(read(path)) == case.size
+    benchmark.pedantic(read, args=(path,), rounds=rounds)
+
+
 def test_sessions(
     benchmark: Any, case: Case, files: Files, loop: asyncio.AbstractEventLoop
 ) -> None:
-    if case.implementation == "baseline:select":
-        path = files.history(case.size)
-        assert len(bare_select(path)) == case.size
-        benchmark.pedantic(bare_select, args=(path,), rounds=rounds_for(case.size))
+    if case.implementation.startswith("baseline:"):
+        _baseline(benchmark, case, files)
         return
     if case.implementation == "sdk":
         _sdk()  # skip early when the SDK is missing

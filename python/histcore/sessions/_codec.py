@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from itertools import compress, repeat
-from operator import contains
+from operator import contains, itemgetter
 from typing import Any
 
 import orjson
@@ -31,6 +31,10 @@ __all__ = [
     "encode_items",
     "encode_items_utf8",
 ]
+
+
+_ROW_ID = itemgetter(0)
+_DATA = itemgetter(1)
 
 
 class CorruptRow(ValueError):
@@ -126,11 +130,10 @@ def decode_rows(
     ``corrupt`` lists ``(row_id, reason)`` of the rows that are not JSON; they are left
     out of ``ids`` and ``items``.
     """
-    texts = [data for _, data in rows]
-    loads = orjson.loads
+    texts = list(map(_DATA, rows))
     try:
         exact = long_integer_candidates(texts)
-        items = [loads(data) for data in texts]
+        items = list(map(orjson.loads, texts))
     except (orjson.JSONDecodeError, TypeError):
         pass
     else:
@@ -140,7 +143,7 @@ def decode_rows(
         except CorruptRow:
             pass
         else:
-            return [row_id for row_id, _ in rows], items, []
+            return list(map(_ROW_ID, rows)), items, []
     ids: list[int] = []
     items = []
     corrupt: list[tuple[int, str]] = []

@@ -9,6 +9,16 @@ nothing is lost by pausing collection for the duration.
 Nested and concurrent pauses (several sessions in several threads) are counted: the
 collector is switched back on when the last one ends, and only if it was on when the
 first one began.
+
+Switching it back on has a cost of its own: every container built during the pause is
+still in the youngest generation, so the next allocation triggers a collection that
+traverses all of them (about 55 ms for the 200,000 containers of 10^5 decoded items on
+CPython 3.11), only to promote them. When a pause built more than ``PROMOTE_AFTER``
+containers, they are promoted at once instead: ``gc.freeze()`` then ``gc.unfreeze()``
+moves every tracked object to the oldest generation without traversing anything. Those
+objects are still collected, by full collections, as any long-lived object is. Nothing
+is moved while the program keeps objects frozen itself (``gc.get_freeze_count()``), so a
+``gc.freeze()`` made before forking workers keeps its effect.
 """
 
 from __future__ import annotations
@@ -18,7 +28,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["collector_paused"]
+__all__ = ["PROMOTE_AFTER", "collector_paused"]
+
+#: Containers built during a pause above which they are promoted when it ends.
+PROMOTE_AFTER = 10_000
 
 _lock = threading.Lock()
 _active = 0
@@ -40,4 +53,7 @@ def collector_paused() -> Iterator[None]:
         with _lock:
             _active -= 1
             if _active == 0 and _reenable:
+                if gc.get_count()[0] > PROMOTE_AFTER and gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
