@@ -1,8 +1,11 @@
 //! Deep copy of JSON-like items: exact dict/list/tuple are rebuilt, str/int/float/bool/None
-//! shared (immutable), anything else (subclasses included) handed to `copy.deepcopy`.
+//! shared (immutable), anything else (subclasses included) handed to `copy.deepcopy`. And
+//! the strict variant, [`PlainCopier`], which gives up on anything but plain JSON trees.
 //!
 //! Dicts and lists are first copied at C level (`dict.copy()`, a list slice); only the
 //! members that are themselves containers or foreign objects are then replaced.
+
+use std::collections::HashSet;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -10,6 +13,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::canonical::MAX_DEPTH;
 use crate::encode::depth_error;
+use crate::intern::MixState;
 
 /// Reusable deep copier (caches `copy.deepcopy`).
 pub struct Copier<'py> {
@@ -121,5 +125,129 @@ impl<'py> Copier<'py> {
             copy.set_item(index, self.copy(&member, depth + 1)?)?;
         }
         Ok(copy.into_any())
+    }
+}
+
+/// Copies of trees made only of exact `dict`, `list`, `str`, `int`, `float`, `bool` and
+/// `None` (dict keys scalars too): what `copy.deepcopy` and the SDK's dump-compatible
+/// copy both return for such trees. Anything else, nesting past `MAX_DEPTH` (cycles
+/// included), or sharing that is not allowed makes the copy `None`, and the caller uses
+/// its own copy instead. Runs no Python code.
+pub struct PlainCopier {
+    /// Whether a container may be reached more than once (it is then copied per
+    /// reference); if not, a container met twice makes the copy `None`.
+    allow_shared: bool,
+    /// Containers met so far (only when sharing is not allowed).
+    seen: HashSet<usize, MixState>,
+    /// Containers copied so far, and the most allowed: sharing can make a copy far
+    /// larger than its input (a list holding one list twice, a hundred levels deep).
+    containers: usize,
+    budget: usize,
+}
+
+/// Containers a plain copy may hold per item, and in any case.
+const BUDGET_PER_ITEM: usize = 1024;
+const BUDGET_BASE: usize = 1 << 20;
+
+impl PlainCopier {
+    pub fn new(items: usize, allow_shared: bool) -> Self {
+        PlainCopier {
+            allow_shared,
+            seen: HashSet::default(),
+            containers: 0,
+            budget: BUDGET_PER_ITEM
+                .saturating_mul(items)
+                .saturating_add(BUDGET_BASE),
+        }
+    }
+
+    /// The copy of `value` (at nesting `depth`), or None when it is not a plain tree.
+    pub fn copy<'py>(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        depth: usize,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if is_shared(value) {
+            return Ok(Some(value.clone()));
+        }
+        let is_dict = value.is_exact_instance_of::<PyDict>();
+        if !is_dict && !value.is_exact_instance_of::<PyList>() {
+            return Ok(None);
+        }
+        if depth >= MAX_DEPTH || !self.enter(value) {
+            return Ok(None);
+        }
+        if is_dict {
+            self.dict(value, depth)
+        } else {
+            self.list(value, depth)
+        }
+    }
+
+    /// Count a container in; false when the copy must give up.
+    fn enter(&mut self, container: &Bound<'_, PyAny>) -> bool {
+        self.containers += 1;
+        if self.containers > self.budget {
+            return false;
+        }
+        self.allow_shared || self.seen.insert(container.as_ptr() as usize)
+    }
+
+    fn dict<'py>(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        depth: usize,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = value.py();
+        // SAFETY: checked to be an exact dict by the caller.
+        let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
+        let mut position: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut member: *mut ffi::PyObject = std::ptr::null_mut();
+        // Walk the private copy, replacing values only (allowed during `PyDict_Next`).
+        while unsafe { ffi::PyDict_Next(copy.as_ptr(), &mut position, &mut key, &mut member) } != 0
+        {
+            if !is_shared_ptr(key) {
+                return Ok(None);
+            }
+            if is_shared_ptr(member) {
+                continue;
+            }
+            // SAFETY: PyDict_Next yields borrowed, non-null pointers; we take our own refs.
+            let member = unsafe { Bound::from_borrowed_ptr(py, member) };
+            let key = unsafe { Bound::from_borrowed_ptr(py, key) };
+            let Some(replacement) = self.copy(&member, depth + 1)? else {
+                return Ok(None);
+            };
+            let status =
+                unsafe { ffi::PyDict_SetItem(copy.as_ptr(), key.as_ptr(), replacement.as_ptr()) };
+            if status < 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        Ok(Some(copy.into_any()))
+    }
+
+    fn list<'py>(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        depth: usize,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        // SAFETY: checked to be an exact list by the caller.
+        let list = unsafe { value.cast_unchecked::<PyList>() };
+        let copy = list.get_slice(0, list.len());
+        for index in 0..copy.len() {
+            // SAFETY: in range of our private copy; the member is borrowed from it.
+            let member = unsafe { ffi::PyList_GetItem(copy.as_ptr(), index as ffi::Py_ssize_t) };
+            if is_shared_ptr(member) {
+                continue;
+            }
+            let member = unsafe { Bound::from_borrowed_ptr(value.py(), member) };
+            let Some(replacement) = self.copy(&member, depth + 1)? else {
+                return Ok(None);
+            };
+            copy.set_item(index, replacement)?;
+        }
+        Ok(Some(copy.into_any()))
     }
 }

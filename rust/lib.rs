@@ -26,7 +26,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use crate::args::{index_mask, new_list, reject_extra, Items};
 use crate::canonical::MAX_DEPTH;
 use crate::classify::ContentKeys;
-use crate::deepcopy::Copier;
+use crate::deepcopy::{Copier, PlainCopier};
 use crate::encode::Encoder;
 use crate::extract::{item_key, orphan_facts, PayloadOracle, Reader};
 use crate::intern::Strings;
@@ -227,6 +227,34 @@ fn deep_copy_items<'py>(
     let items = Items::of(items, "items")?;
     let mut copier = Copier::new(py);
     new_list(py, items.len(), |index| copier.copy(&items.get(index)?, 0))
+}
+
+/// A copy of items that are plain JSON trees, or None.
+///
+/// Copies items made only of exact dict, list, str, int, float, bool and None (dict
+/// keys of those scalar types too), nested at most MAX_DEPTH deep: the copy
+/// ``copy.deepcopy`` would give. Returns None instead when anything else appears, when
+/// nesting goes deeper (cycles included), when a container is reached twice unless
+/// ``allow_shared`` (shared containers are then copied once per reference), or when the
+/// copy would hold more than 1024 containers per item plus 2**20 (sharing can make a
+/// copy far larger than its input). Runs no Python code.
+#[pyfunction]
+#[pyo3(signature = (items, *, allow_shared=false))]
+fn plain_json_copy<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    allow_shared: bool,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let items = Items::of(items, "items")?;
+    let mut copier = PlainCopier::new(items.len(), allow_shared);
+    let mut copies = Vec::with_capacity(items.len());
+    for index in 0..items.len() {
+        match copier.copy(&items.get(index)?, 0)? {
+            Some(copy) => copies.push(copy),
+            None => return Ok(None),
+        }
+    }
+    PyList::new(py, copies).map(Some)
 }
 
 // --- orphan-call pruning -------------------------------------------------------------
@@ -445,6 +473,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(content_key, module)?)?;
     module.add_function(wrap_pyfunction!(content_keys, module)?)?;
     module.add_function(wrap_pyfunction!(deep_copy_items, module)?)?;
+    module.add_function(wrap_pyfunction!(plain_json_copy, module)?)?;
     module.add_function(wrap_pyfunction!(drop_orphan_function_calls, module)?)?;
     module.add_function(wrap_pyfunction!(classify_callback_output, module)?)?;
     module.add_function(wrap_pyfunction!(long_integer_candidates, module)?)?;

@@ -838,3 +838,75 @@ def test_replacements_keep_the_sdk_signatures() -> None:
             (p.name, p.kind, p.default) for p in theirs
         ]
         assert replacement.__name__ == original.__name__
+
+
+# --- the json stand-in in the SDK's SQLite session -------------------------------------
+
+JSON_STAND_IN = fast.JsonModule(json)
+
+
+@st.composite
+def stored_texts(draw: st.DrawFn) -> Any:
+    """What a message_data column can hold: the SDK's own json.dumps text (big ints, NaN,
+    lone surrogates included), that text damaged, other encodings, and non-text."""
+    value = draw(json_values())
+    text = json.dumps(value, ensure_ascii=draw(st.booleans()))
+    choice = draw(st.integers(0, 7))
+    if choice == 0:
+        return text[: draw(st.integers(0, len(text)))]  # a truncated write
+    if choice == 1:
+        return "\ufeff" + text
+    if choice == 2:
+        return text.encode(draw(st.sampled_from(["utf-8", "utf-16", "utf-8-sig"])), "surrogatepass")
+    if choice == 3:
+        return draw(st.one_of(st.none(), st.integers(), st.binary(max_size=6), st.text(max_size=6)))
+    if choice == 4:
+        return f'{{"n": {draw(st.integers(-(10**40), 10**40))}, "f": {draw(st.floats())!r}}}'
+    return text
+
+
+@SETTINGS
+@given(stored_texts())
+def test_json_stand_in_loads_what_json_loads(data: Any) -> None:
+    expected = outcome(json.loads, data)
+    actual = outcome(JSON_STAND_IN.loads, data)
+    assert expected[0] == actual[0], (data, expected, actual)
+    if expected[0] == "raise":
+        assert expected[1] == actual[1]
+    else:
+        assert_same_tree(expected[1], actual[1])
+
+
+def test_json_stand_in_forwards_everything_else() -> None:
+    value = {"n": 2**70, "x": [1.5, None, "é"]}
+    assert JSON_STAND_IN.dumps(value) == json.dumps(value)
+    assert JSON_STAND_IN.JSONDecodeError is json.JSONDecodeError
+    assert JSON_STAND_IN.loads("[1.0]", parse_float=str) == ["1.0"]
+    assert JSON_STAND_IN.loads('{"big": 123456789012345678901234567890}') == {
+        "big": 123456789012345678901234567890
+    }
+
+
+def test_sdk_sqlite_session_reads_alike_when_installed(tmp_path: Any) -> None:
+    memory = pytest.importorskip("agents.memory")
+    items = [
+        {"type": "message", "role": "user", "content": "hi"},
+        {"type": "function_call_output", "call_id": "c1", "output": "x", "n": 2**70 + 1},
+        {"type": "reasoning", "id": "r1", "summary": [], "nan": float("nan")},
+    ]
+    path = str(tmp_path / "sdk.db")
+
+    async def roundtrip() -> list[Any]:
+        session = memory.SQLiteSession("s", path)
+        try:
+            if not await session.get_items():
+                await session.add_items(items)
+            return [await session.get_items(), await session.get_items(limit=2)]
+        finally:
+            session.close()
+
+    plain = asyncio.run(roundtrip())
+    accelerator.install()
+    fast_read = asyncio.run(roundtrip())
+    assert_same_tree(plain, fast_read)
+    assert fast_read[0][1]["n"] == 2**70 + 1

@@ -14,6 +14,7 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
+import agents.memory.sqlite_session as sdk_sqlite  # noqa: E402
 import agents.run_internal.items as sdk_items  # noqa: E402
 import agents.run_internal.run_loop as sdk_run_loop  # noqa: E402
 import agents.run_internal.session_persistence as sdk_session  # noqa: E402
@@ -24,6 +25,8 @@ from histcore.openai_agents import _patches, _versions  # noqa: E402
 
 # Every helper the accelerator knows, by defining module and name.
 HELPERS = [(group.module, target.attr) for group in _patches.GROUPS for target in group.targets]
+# Standard library modules swapped only in the SDK module that uses them.
+MODULE_STAND_INS = ("copy", "json")
 
 
 def _originals() -> dict[tuple[str, str], Any]:
@@ -68,23 +71,25 @@ def test_install_replaces_every_binding_and_uninstall_restores_them(
     installation = accelerator.install()
     assert accelerator.is_installed() and accelerator.installation() is installation
     assert installation.supported and installation.skipped == {}
-    # No module still sees an original (the ``copy`` module is only swapped where used).
-    leftovers = {
-        where for where in _bindings_of({k: v for k, v in originals.items() if k[1] != "copy"})
+    # No module still sees an original (``copy`` and ``json`` are only swapped where used).
+    helpers = {k: v for k, v in originals.items() if k[1] not in MODULE_STAND_INS}
+    assert _bindings_of(helpers) == set()
+    assert set(installation.replaced) >= {
+        f"{m}.{a}" for m, a in bound_before if a not in MODULE_STAND_INS
     }
-    assert leftovers == set()
-    assert set(installation.replaced) >= {f"{m}.{a}" for m, a in bound_before if a != "copy"}
     assert (
         sdk_run_loop.deduplicate_input_items_preferring_latest
         is not originals[("agents.run_internal.items", "deduplicate_input_items_preferring_latest")]
     )
     assert type(sdk_session.copy).__name__ == "CopyModule"
+    assert type(sdk_sqlite.json).__name__ == "JsonModule"
 
     accelerator.uninstall()
     assert not accelerator.is_installed() and accelerator.installation() is None
     assert _originals() == originals
     assert _bindings_of(originals) == bound_before
     assert sdk_session.copy is __import__("copy")
+    assert sdk_sqlite.json is __import__("json")
 
 
 def test_install_is_idempotent() -> None:

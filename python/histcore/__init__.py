@@ -23,6 +23,7 @@ from .items import (
     deduplicate_input_items_preferring_latest,
     deep_copy_items,
     drop_orphan_function_calls,
+    plain_json_copy,
 )
 from .models import Model, ModelResponse, Usage
 from .result import RunResult, RunResultStreaming
@@ -78,4 +79,5 @@ __all__ = [
     "deep_copy_items",
     "drop_orphan_function_calls",
     "function_tool",
+    "plain_json_copy",
 ]

@@ -38,6 +38,7 @@ __all__ = [
     "deep_copy_items",
     "drop_orphan_function_calls",
     "long_integer_candidates",
+    "plain_json_copy",
 ]
 
 #: Containers nested deeper than this raise ValueError (also catches cycles).
@@ -316,6 +317,71 @@ def deep_copy_items(items: Iterable[Any]) -> list[Any]:
     reference (no memo), and nesting deeper than MAX_DEPTH raises ValueError.
     """
     return [_copy(item, 0) for item in _as_list(items, "items")]
+
+
+class _NotPlain(Exception):
+    """Raised inside ``plain_json_copy`` when the copy has to give up."""
+
+
+# Containers a plain copy may hold per item, and in any case.
+_PLAIN_BUDGET_PER_ITEM = 1024
+_PLAIN_BUDGET_BASE = 1 << 20
+
+
+def _is_plain_scalar(value: Any) -> bool:
+    kind = type(value)
+    return kind is str or kind is int or kind is float or kind is bool or value is None
+
+
+def plain_json_copy(items: Iterable[Any], *, allow_shared: bool = False) -> list[Any] | None:
+    """A copy of items that are plain JSON trees, or None.
+
+    Copies items made only of exact dict, list, str, int, float, bool and None (dict
+    keys of those scalar types too), nested at most MAX_DEPTH deep: the copy
+    ``copy.deepcopy`` would give. Returns None instead when anything else appears, when
+    nesting goes deeper (cycles included), when a container is reached twice unless
+    ``allow_shared`` (shared containers are then copied once per reference), or when
+    the copy would hold more than 1024 containers per item plus 2**20 (sharing can make
+    a copy far larger than its input). Runs no Python code of the items.
+    """
+    if type(allow_shared) is not bool:  # worded as the extension's argument parser words it
+        what = "'None'" if allow_shared is None else f"'{type(allow_shared).__name__}' object"
+        error = TypeError(f"{what} is not an instance of 'bool'")
+        if hasattr(error, "add_note"):  # Python 3.11+
+            error.add_note("while processing 'allow_shared'")
+        raise error
+    items = _as_list(items, "items")
+    seen: set[int] = set()
+    budget = _PLAIN_BUDGET_PER_ITEM * len(items) + _PLAIN_BUDGET_BASE
+    containers = 0
+
+    def copy(value: Any, depth: int) -> Any:
+        nonlocal containers
+        if _is_plain_scalar(value):
+            return value
+        kind = type(value)
+        if kind is not dict and kind is not list or depth >= MAX_DEPTH:
+            raise _NotPlain
+        containers += 1
+        if containers > budget:
+            raise _NotPlain
+        if not allow_shared:
+            if id(value) in seen:
+                raise _NotPlain
+            seen.add(id(value))
+        if kind is list:
+            return [copy(member, depth + 1) for member in value]
+        copied = {}
+        for key, member in value.items():
+            if not _is_plain_scalar(key):
+                raise _NotPlain
+            copied[key] = copy(member, depth + 1)
+        return copied
+
+    try:
+        return [copy(item, 0) for item in items]
+    except _NotPlain:
+        return None
 
 
 # --- orphan-call pruning -------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Items are JSON-like dicts or objects with ``model_dump()`` (read as
 ``model_dump(exclude_unset=True)``). Nothing here mutates its input, and apart from
-``deep_copy_items`` the returned lists hold the very same objects as the input.
+``deep_copy_items`` and ``plain_json_copy`` the returned lists hold the very same
+objects as the input.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ content_key = engine.content_key
 content_keys = engine.content_keys
 drop_orphan_function_calls = engine.drop_orphan_function_calls
 deep_copy_items = engine.deep_copy_items
+plain_json_copy = engine.plain_json_copy
 classify_callback_output = engine.classify_callback_output
 MAX_DEPTH: int = engine.MAX_DEPTH
 
@@ -34,4 +36,5 @@ __all__ = [
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
     "drop_orphan_function_calls",
+    "plain_json_copy",
 ]

@@ -28,6 +28,7 @@ import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ._gc import collector_paused
 from ._vocabulary import CALL_TO_OUTPUT_TYPE
 from .agent import Agent
 from .exceptions import MaxTurnsExceeded, ModelBehaviorError, UserError
@@ -45,7 +46,6 @@ from .run_config import (
 )
 from .run_state import ApprovalDecision, RunState
 from .sessions import Session, prepare_input_with_session, save_turn_to_session
-from .sessions._gc import collector_paused
 from .stream_events import (
     RawResponsesStreamEvent,
     RunItemStreamEvent,

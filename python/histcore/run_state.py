@@ -15,10 +15,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from . import _json
+from ._gc import collector_paused
 from .exceptions import RunStateError, UserError
 from .items import MAX_DEPTH, deep_copy_items
 from .models.interface import ModelResponse, Usage
-from .sessions._gc import collector_paused
 from .tool import ToolApprovalItem
 
 if TYPE_CHECKING:

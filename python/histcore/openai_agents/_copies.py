@@ -4,33 +4,32 @@ An SDK turn copies the full history several times in pure Python: ``copy.deepcop
 (the copies handed to a session callback, the run state's original input) and
 ``_to_dump_compatible`` (each time the runner turns its input into a list). Both
 rebuild every dict and list and keep every scalar (str, int, float, bool, None) as the
-very same object, and so does ``histcore.deep_copy_items``. They part only on other
-shapes: ``_to_dump_compatible`` turns tuples into lists and any mapping into a dict,
-``deepcopy`` keeps shared sub-objects shared, cycles break both, and other types go
-their own ways. So the engine copies a list only after ``plain_tree`` showed it holds
-exact builtin dicts, lists and scalars (for deepcopy, nothing shared), no
-deeper than ``MAX_LEVELS``; anything else returns None and the caller uses the original.
-(Tuples are left to the originals too: deepcopy may return a tuple itself.)
+very same object. They part only on other shapes: ``_to_dump_compatible`` turns tuples
+into lists and any mapping into a dict, ``deepcopy`` keeps shared sub-objects shared,
+cycles break both, and other types go their own ways. So the copies here come from the
+engine's ``plain_json_copy``, which copies only trees of exact builtin dicts, lists and
+scalars (for deepcopy, nothing shared), at most ``MAX_DEPTH`` deep, and otherwise
+returns None: then the caller uses the original. (Tuples are left to the originals too:
+deepcopy may return a tuple itself.)
 
-``plain_tree`` walks the tree a level at a time with C-level calls
-(``gc.get_referents`` on a whole level at once), so it costs a fraction of a copy.
-A dict whose keys are all exact str does not report its keys; any other dict does, so
-their types are checked too.
+``plain_tree`` checks the same kind of shape without copying, a level at a time with
+C-level calls (``gc.get_referents`` on a whole level at once), for callers that only
+need to know. A dict whose keys are all exact str does not report its keys; any other
+dict does, so their types are checked too.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import compress
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import items as engine
+from .._gc import collector_paused
 
-__all__ = ["MAX_LEVELS", "collector_paused", "deep_copy", "dump_compatible_copy", "plain_tree"]
+__all__ = ["MAX_LEVELS", "deep_copy", "dump_compatible_copy", "plain_tree"]
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 
 #: Deeper trees go to the originals (well within their recursion limits and histcore's MAX_DEPTH).
 MAX_LEVELS = 200
@@ -76,39 +75,22 @@ def plain_tree(
     return False
 
 
-def collector_paused(build: Callable[[_T], _R], argument: _T) -> _R:
-    """``build(argument)`` with the cyclic garbage collector paused, for bulk C builds.
-
-    A copy of a whole history allocates a few containers per item. A collection amid
-    that finds the half-built copy alive, moves it to the oldest generation and so
-    brings on full collections over the whole heap, which cost more than the copy.
-    Only for ``build`` calls that run no Python code (C and Rust code holding the
-    GIL), so nothing else runs while the collector is paused.
-    """
-    if not gc.isenabled():
-        return build(argument)
-    gc.disable()
-    try:
-        return build(argument)
-    finally:
-        gc.enable()
-
-
-def _engine_copy(value: list[Any]) -> list[Any]:
-    # The pure twin runs Python code while it copies: it copies with the collector on.
+def _plain_copy(value: list[Any], allow_shared: bool) -> list[Any] | None:
+    copied: list[Any] | None
     if engine.BACKEND != "rust":
-        copied: list[Any] = engine.deep_copy_items(value)
+        # The pure twin runs Python code while it copies: it copies with the collector on.
+        copied = engine.plain_json_copy(value, allow_shared=allow_shared)
         return copied
-    return collector_paused(engine.deep_copy_items, value)
+    with collector_paused():
+        copied = engine.plain_json_copy(value, allow_shared=allow_shared)
+    return copied
 
 
 def dump_compatible_copy(value: list[Any]) -> list[Any] | None:
     """What the SDK's ``_to_dump_compatible(value)`` returns, or None if not provable."""
     # Sharing is fine: the SDK's function copies a shared container once per reference,
     # as the engine does.
-    if not plain_tree(value, shared=True):
-        return None
-    return _engine_copy(value)
+    return _plain_copy(value, allow_shared=True)
 
 
 def deep_copy(value: list[Any]) -> list[Any] | None:
@@ -117,6 +99,6 @@ def deep_copy(value: list[Any]) -> list[Any] | None:
     The items themselves must be dicts: the SDK tells history copies from new-item
     copies by the identity of the items, and deepcopy would return a str item itself.
     """
-    if not value or set(map(type, value)) != {dict} or not plain_tree(value):
+    if not value or set(map(type, value)) != {dict}:
         return None
-    return _engine_copy(value)
+    return _plain_copy(value, allow_shared=False)

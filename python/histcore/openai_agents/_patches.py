@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -228,6 +229,12 @@ GROUPS: tuple[Group, ...] = (
                 ),
             ),
         ),
+    ),
+    Group(
+        name="session_json",
+        module="agents.memory.sqlite_session",
+        identities={"json": json},
+        targets=(Target("json", lambda original, *_: fast.JsonModule(original), everywhere=False),),
     ),
     Group(
         name="callback_copies",

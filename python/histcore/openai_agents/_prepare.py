@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from .._gc import collector_paused
 from . import _session_keys as session_keys
-from ._copies import collector_paused, deep_copy
+from ._copies import deep_copy
 from ._replacements import holds_any, stripped_keys
 from ._session_keys import CALL, Call, canonical_key_setup
 from ._versions import function_digest
@@ -63,7 +64,8 @@ def _all_dicts(items: list[Any]) -> bool:
 def _ensured(module: ModuleType, items: list[Any]) -> list[Any]:
     """``[ensure_input_item_format(item) for item in items]``: a copy of each dict."""
     if _all_dicts(items):
-        return collector_paused(_dict_copies, items)
+        with collector_paused():
+            return _dict_copies(items)
     ensure = module.ensure_input_item_format
     return [ensure(item) for item in items]
 
@@ -74,7 +76,8 @@ def _converted(module: ModuleType, items: list[Any], stripped: frozenset[str] | 
     strip = module.strip_internal_input_item_metadata
     if _all_dicts(items):
         if stripped is not None and not holds_any(items, stripped):
-            return collector_paused(_dict_copies, items)
+            with collector_paused():
+                return _dict_copies(items)
         return list(map(strip, items))
     ensure = module.ensure_input_item_format
     return [strip(ensure(item)) for item in items]

@@ -25,14 +25,19 @@ from __future__ import annotations
 
 import copy as stdlib_copy
 import functools
+import json as stdlib_json
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, compress, repeat
 from operator import is_not
 from types import ModuleType
 from typing import Any
 
+import orjson
+
 from .. import items as engine
-from ._copies import collector_paused, deep_copy, dump_compatible_copy
+from .._gc import collector_paused
+from .._json import long_integer_candidates
+from ._copies import deep_copy, dump_compatible_copy
 from ._sorted_json import sorted_json
 
 __all__ = [
@@ -259,7 +264,8 @@ def make_normalize_input_items_for_api(
         if type(items) is not list or not _all_dicts(items):
             return original(items)
         if keys is not None and not holds_any(items, keys):
-            return collector_paused(_dict_copies, items)
+            with collector_paused():
+                return _dict_copies(items)
         # strip copies: what it returns for the item equals what it returns for a copy.
         return list(map(module.strip_internal_input_item_metadata, items))
 
@@ -327,3 +333,36 @@ class CopyModule:
             if copied is not None:
                 return copied
         return self._real.deepcopy(x, *args, **kwargs)
+
+
+class JsonModule:
+    """Stands in for the ``json`` module inside the SDK's SQLite session module.
+
+    ``loads(text)`` reads with orjson where that gives exactly what ``json.loads``
+    gives: text that may hold an integer beyond 64 bits (19 or more digits in a row,
+    which orjson would read as a float) and text orjson refuses (NaN and Infinity
+    tokens, lone surrogates, a BOM, other encodings, non-text values) go to the
+    standard library, so the SDK sees its results and exceptions. Every other call and
+    attribute (``dumps`` included, so stored text stays byte for byte the SDK's) is
+    the standard library's.
+    """
+
+    def __init__(self, real: ModuleType = stdlib_json) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __repr__(self) -> str:
+        return f"<histcore fast loads over {self._real!r}>"
+
+    def loads(self, s: Any, *args: Any, **kwargs: Any) -> Any:
+        kind = type(s)
+        if args or kwargs or (kind is not str and kind is not bytes):
+            return self._real.loads(s, *args, **kwargs)
+        if long_integer_candidates([s]):
+            return self._real.loads(s)
+        try:
+            return orjson.loads(s)
+        except orjson.JSONDecodeError:
+            return self._real.loads(s)

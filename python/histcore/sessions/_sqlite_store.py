@@ -63,11 +63,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from .._gc import collector_paused
 from ..exceptions import SessionClosedError, SessionError
 from ..items import deep_copy_items
 from ._codec import CorruptRow, decode_row, decode_rows
 from ._corrupt import SkipsCorruptRows
-from ._gc import collector_paused
 
 __all__ = ["SQLiteStore"]
 

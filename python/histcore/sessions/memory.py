@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .._gc import collector_paused
 from ._codec import decode_row, encode_items_utf8
-from ._gc import collector_paused
 from .base import InputItem, SessionABC, SessionSettings, check_limit, resolve_limit
 
 __all__ = ["MemorySession", "items_argument"]

@@ -54,11 +54,11 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
 import orjson
 
 from .._cancellation import to_the_end
+from .._gc import collector_paused
 from ..exceptions import SessionClosedError, SessionError
 from ..items import deep_copy_items
 from ._codec import decode_row, decode_rows, encode_items
 from ._corrupt import SkipsCorruptRows
-from ._gc import collector_paused
 from .base import InputItem, SessionSettings, _ClosableSession, check_limit, resolve_limit
 from .memory import items_argument
 

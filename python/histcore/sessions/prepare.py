@@ -13,6 +13,7 @@ import sys
 from itertools import repeat
 from typing import Any
 
+from .._gc import collector_paused
 from .._vocabulary import CALL_TO_OUTPUT_TYPE, METADATA_KEYS
 from ..exceptions import UserError
 from ..items import (
@@ -21,7 +22,6 @@ from ..items import (
     deep_copy_items,
     drop_orphan_function_calls,
 )
-from ._gc import collector_paused
 from .base import InputItem, Session, SessionInputCallback, resolve_limit
 from .memory import MemorySession
 from .sqlite import SQLiteSession

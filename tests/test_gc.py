@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from histcore._gc import PROMOTE_AFTER, collector_paused
 from histcore.sessions import SQLiteSession
-from histcore.sessions._gc import PROMOTE_AFTER, collector_paused
 
 
 @pytest.fixture(autouse=True)
