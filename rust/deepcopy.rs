@@ -41,6 +41,68 @@ fn is_shared(value: &Bound<'_, PyAny>) -> bool {
     is_shared_ptr(value.as_ptr())
 }
 
+/// A copy of the exact dict `value` (`dict.copy()`) whose values that are not shared
+/// scalars are replaced by `member(value)`; None as soon as `member` gives None, or
+/// (with `scalar_keys`) a key is not a shared scalar.
+fn copy_dict<'py>(
+    value: &Bound<'py, PyAny>,
+    scalar_keys: bool,
+    mut member: impl FnMut(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = value.py();
+    // SAFETY: the callers checked it is an exact dict.
+    let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
+    let mut position: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+    // Walk the private copy: only its values change (never its keys), which the C API
+    // allows during `PyDict_Next`, and no other code can reach it.
+    while unsafe { ffi::PyDict_Next(copy.as_ptr(), &mut position, &mut key, &mut value) } != 0 {
+        if scalar_keys && !is_shared_ptr(key) {
+            return Ok(None);
+        }
+        if is_shared_ptr(value) {
+            continue;
+        }
+        // SAFETY: PyDict_Next yields borrowed, non-null pointers; we take our own refs.
+        let original = unsafe { Bound::from_borrowed_ptr(py, value) };
+        let key = unsafe { Bound::from_borrowed_ptr(py, key) };
+        let Some(replacement) = member(&original)? else {
+            return Ok(None);
+        };
+        let status =
+            unsafe { ffi::PyDict_SetItem(copy.as_ptr(), key.as_ptr(), replacement.as_ptr()) };
+        if status < 0 {
+            return Err(PyErr::fetch(py));
+        }
+    }
+    Ok(Some(copy.into_any()))
+}
+
+/// A copy of the exact list `value` (a slice) whose members that are not shared scalars
+/// are replaced by `member(value)`; None as soon as `member` gives None.
+fn copy_list<'py>(
+    value: &Bound<'py, PyAny>,
+    mut member: impl FnMut(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    // SAFETY: the callers checked it is an exact list.
+    let list = unsafe { value.cast_unchecked::<PyList>() };
+    let copy = list.get_slice(0, list.len());
+    for index in 0..copy.len() {
+        // SAFETY: in range of our private copy; the member is borrowed from it.
+        let original = unsafe { ffi::PyList_GetItem(copy.as_ptr(), index as ffi::Py_ssize_t) };
+        if is_shared_ptr(original) {
+            continue;
+        }
+        let original = unsafe { Bound::from_borrowed_ptr(value.py(), original) };
+        let Some(replacement) = member(&original)? else {
+            return Ok(None);
+        };
+        copy.set_item(index, replacement)?;
+    }
+    Ok(Some(copy.into_any()))
+}
+
 impl<'py> Copier<'py> {
     pub fn new(py: Python<'py>) -> Self {
         Copier { py, deepcopy: None }
@@ -83,48 +145,18 @@ impl<'py> Copier<'py> {
         if depth >= MAX_DEPTH {
             return Err(depth_error());
         }
-        // SAFETY: checked to be an exact dict by the caller.
-        let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
-        let mut position: ffi::Py_ssize_t = 0;
-        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut member: *mut ffi::PyObject = std::ptr::null_mut();
-        // Walk the private copy: only its values change (never its keys), which the C API
-        // allows during `PyDict_Next`, and no other code can reach it.
-        while unsafe { ffi::PyDict_Next(copy.as_ptr(), &mut position, &mut key, &mut member) } != 0
-        {
-            if is_shared_ptr(member) {
-                continue;
-            }
-            // SAFETY: PyDict_Next yields borrowed, non-null pointers; we take our own refs.
-            let member = unsafe { Bound::from_borrowed_ptr(self.py, member) };
-            let key = unsafe { Bound::from_borrowed_ptr(self.py, key) };
-            let replacement = self.copy(&member, depth + 1)?;
-            let status =
-                unsafe { ffi::PyDict_SetItem(copy.as_ptr(), key.as_ptr(), replacement.as_ptr()) };
-            if status < 0 {
-                return Err(PyErr::fetch(self.py));
-            }
-        }
-        Ok(copy.into_any())
+        let copy = copy_dict(value, false, |member| {
+            self.copy(member, depth + 1).map(Some)
+        })?;
+        Ok(copy.expect("a lenient copy never gives up"))
     }
 
     fn list(&mut self, value: &Bound<'py, PyAny>, depth: usize) -> PyResult<Bound<'py, PyAny>> {
         if depth >= MAX_DEPTH {
             return Err(depth_error());
         }
-        // SAFETY: checked to be an exact list by the caller.
-        let list = unsafe { value.cast_unchecked::<PyList>() };
-        let copy = list.get_slice(0, list.len());
-        for index in 0..copy.len() {
-            // SAFETY: in range of our private copy; the member is borrowed from it.
-            let member = unsafe { ffi::PyList_GetItem(copy.as_ptr(), index as ffi::Py_ssize_t) };
-            if is_shared_ptr(member) {
-                continue;
-            }
-            let member = unsafe { Bound::from_borrowed_ptr(self.py, member) };
-            copy.set_item(index, self.copy(&member, depth + 1)?)?;
-        }
-        Ok(copy.into_any())
+        let copy = copy_list(value, |member| self.copy(member, depth + 1).map(Some))?;
+        Ok(copy.expect("a lenient copy never gives up"))
     }
 }
 
@@ -178,9 +210,9 @@ impl PlainCopier {
             return Ok(None);
         }
         if is_dict {
-            self.dict(value, depth)
+            copy_dict(value, true, |member| self.copy(member, depth + 1))
         } else {
-            self.list(value, depth)
+            copy_list(value, |member| self.copy(member, depth + 1))
         }
     }
 
@@ -191,63 +223,5 @@ impl PlainCopier {
             return false;
         }
         self.allow_shared || self.seen.insert(container.as_ptr() as usize)
-    }
-
-    fn dict<'py>(
-        &mut self,
-        value: &Bound<'py, PyAny>,
-        depth: usize,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let py = value.py();
-        // SAFETY: checked to be an exact dict by the caller.
-        let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
-        let mut position: ffi::Py_ssize_t = 0;
-        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut member: *mut ffi::PyObject = std::ptr::null_mut();
-        // Walk the private copy, replacing values only (allowed during `PyDict_Next`).
-        while unsafe { ffi::PyDict_Next(copy.as_ptr(), &mut position, &mut key, &mut member) } != 0
-        {
-            if !is_shared_ptr(key) {
-                return Ok(None);
-            }
-            if is_shared_ptr(member) {
-                continue;
-            }
-            // SAFETY: PyDict_Next yields borrowed, non-null pointers; we take our own refs.
-            let member = unsafe { Bound::from_borrowed_ptr(py, member) };
-            let key = unsafe { Bound::from_borrowed_ptr(py, key) };
-            let Some(replacement) = self.copy(&member, depth + 1)? else {
-                return Ok(None);
-            };
-            let status =
-                unsafe { ffi::PyDict_SetItem(copy.as_ptr(), key.as_ptr(), replacement.as_ptr()) };
-            if status < 0 {
-                return Err(PyErr::fetch(py));
-            }
-        }
-        Ok(Some(copy.into_any()))
-    }
-
-    fn list<'py>(
-        &mut self,
-        value: &Bound<'py, PyAny>,
-        depth: usize,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        // SAFETY: checked to be an exact list by the caller.
-        let list = unsafe { value.cast_unchecked::<PyList>() };
-        let copy = list.get_slice(0, list.len());
-        for index in 0..copy.len() {
-            // SAFETY: in range of our private copy; the member is borrowed from it.
-            let member = unsafe { ffi::PyList_GetItem(copy.as_ptr(), index as ffi::Py_ssize_t) };
-            if is_shared_ptr(member) {
-                continue;
-            }
-            let member = unsafe { Bound::from_borrowed_ptr(value.py(), member) };
-            let Some(replacement) = self.copy(&member, depth + 1)? else {
-                return Ok(None);
-            };
-            copy.set_item(index, replacement)?;
-        }
-        Ok(Some(copy.into_any()))
     }
 }

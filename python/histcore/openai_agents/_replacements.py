@@ -311,21 +311,26 @@ def make_clone_original_input(original: Callable[[Any], Any]) -> Callable[[Any],
     return _clone_original_input
 
 
-class CopyModule:
-    """Stands in for the ``copy`` module inside one SDK module.
+class _ModuleStandIn:
+    """Stands in for a standard library module inside one SDK module: the calls it
+    speeds up are its own methods, every other attribute is the module's."""
 
-    ``deepcopy`` of a list of plain dict items is made in C (``_copies.deep_copy``);
-    every other call, and every other attribute, is the standard library's.
-    """
-
-    def __init__(self, real: ModuleType = stdlib_copy) -> None:
+    def __init__(self, real: ModuleType) -> None:
         self._real = real
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
     def __repr__(self) -> str:
-        return f"<histcore fast deepcopy over {self._real!r}>"
+        return f"<histcore {type(self).__name__} over {self._real!r}>"
+
+
+class CopyModule(_ModuleStandIn):
+    """Stands in for ``copy``: ``deepcopy`` of a list of plain dict items is made in C
+    (``_copies.deep_copy``); every other call is the standard library's."""
+
+    def __init__(self, real: ModuleType = stdlib_copy) -> None:
+        super().__init__(real)
 
     def deepcopy(self, x: Any, *args: Any, **kwargs: Any) -> Any:
         if not args and not kwargs and type(x) is list:
@@ -335,26 +340,20 @@ class CopyModule:
         return self._real.deepcopy(x, *args, **kwargs)
 
 
-class JsonModule:
-    """Stands in for the ``json`` module inside the SDK's SQLite session module.
+class JsonModule(_ModuleStandIn):
+    """Stands in for ``json`` inside the SDK's SQLite session module.
 
     ``loads(text)`` reads with orjson where that gives exactly what ``json.loads``
     gives: text that may hold an integer beyond 64 bits (19 or more digits in a row,
     which orjson would read as a float) and text orjson refuses (NaN and Infinity
     tokens, lone surrogates, a BOM, other encodings, non-text values) go to the
-    standard library, so the SDK sees its results and exceptions. Every other call and
-    attribute (``dumps`` included, so stored text stays byte for byte the SDK's) is
-    the standard library's.
+    standard library, so the SDK sees its results and exceptions. Every other call
+    (``dumps`` included, so stored text stays byte for byte the SDK's) is the standard
+    library's.
     """
 
     def __init__(self, real: ModuleType = stdlib_json) -> None:
-        self._real = real
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    def __repr__(self) -> str:
-        return f"<histcore fast loads over {self._real!r}>"
+        super().__init__(real)
 
     def loads(self, s: Any, *args: Any, **kwargs: Any) -> Any:
         kind = type(s)
