@@ -16,7 +16,9 @@ traverses all of them (about 55 ms for the 200,000 containers of 10^5 decoded it
 CPython 3.11), only to promote them. When a pause built more than ``PROMOTE_AFTER``
 containers, they are promoted at once instead: ``gc.freeze()`` then ``gc.unfreeze()``
 moves every tracked object to the oldest generation without traversing anything. Those
-objects are still collected, by full collections, as any long-lived object is. Nothing
+objects are still collected, by full collections, as any long-lived object is; besides
+the containers built in the pause, only what the two younger generations held (a few
+thousand objects at the default thresholds) is promoted with them. Nothing
 is moved while the program keeps objects frozen itself (``gc.get_freeze_count()``), so a
 ``gc.freeze()`` made before forking workers keeps its effect.
 """
