@@ -208,68 +208,41 @@ class RunState:
     ) -> RunState:
         """A state holding copies of a run's lists and items (never the run's own)."""
         with collector_paused():  # bulk copies of acyclic JSON trees
-            return cls._capture_copies(
+            return cls(
                 agent_name=agent_name,
-                original_input=original_input,
-                generated_items=generated_items,
-                model_responses=model_responses,
+                original_input=(
+                    original_input
+                    if isinstance(original_input, str)
+                    else tuple(deep_copy_items(original_input))
+                ),
+                generated_items=tuple(deep_copy_items(generated_items)),
+                model_responses=tuple(_copy_response(r) for r in model_responses),
                 current_turn=current_turn,
                 max_turns=max_turns,
                 pending_turn_start=pending_turn_start,
-                interruptions=interruptions,
+                interruptions=tuple(
+                    ToolApprovalItem(raw)
+                    for raw in deep_copy_items([i.raw_item for i in interruptions])
+                ),
             )
-
-    @classmethod
-    def _capture_copies(
-        cls,
-        *,
-        agent_name: str,
-        original_input: str | list[dict[str, Any]],
-        generated_items: list[dict[str, Any]],
-        model_responses: list[ModelResponse],
-        current_turn: int,
-        max_turns: int,
-        pending_turn_start: int,
-        interruptions: list[ToolApprovalItem],
-    ) -> RunState:
-        return cls(
-            agent_name=agent_name,
-            original_input=(
-                original_input
-                if isinstance(original_input, str)
-                else tuple(deep_copy_items(original_input))
-            ),
-            generated_items=tuple(deep_copy_items(generated_items)),
-            model_responses=tuple(_copy_response(r) for r in model_responses),
-            current_turn=current_turn,
-            max_turns=max_turns,
-            pending_turn_start=pending_turn_start,
-            interruptions=tuple(
-                ToolApprovalItem(raw)
-                for raw in deep_copy_items([i.raw_item for i in interruptions])
-            ),
-        )
 
     def _resume_point(self) -> ResumePoint:
         """Copies of everything a resumed run needs: one copy of each list, made once."""
-        with collector_paused():  # bulk copies of acyclic JSON trees
-            return self._resume_copies()
-
-    def _resume_copies(self) -> ResumePoint:
         original = self._original_input
-        return ResumePoint(
-            original_input=original if isinstance(original, str) else deep_copy_items(original),
-            generated_items=deep_copy_items(self._generated_items),
-            model_responses=[_copy_response(r) for r in self._model_responses],
-            current_turn=self._current_turn,
-            max_turns=self._max_turns,
-            pending_turn_start=self._pending_turn_start,
-            interruptions=[
-                ToolApprovalItem(raw)
-                for raw in deep_copy_items([i.raw_item for i in self._interruptions])
-            ],
-            approvals=dict(self._approvals),
-        )
+        with collector_paused():  # bulk copies of acyclic JSON trees
+            return ResumePoint(
+                original_input=original if isinstance(original, str) else deep_copy_items(original),
+                generated_items=deep_copy_items(self._generated_items),
+                model_responses=[_copy_response(r) for r in self._model_responses],
+                current_turn=self._current_turn,
+                max_turns=self._max_turns,
+                pending_turn_start=self._pending_turn_start,
+                interruptions=[
+                    ToolApprovalItem(raw)
+                    for raw in deep_copy_items([i.raw_item for i in self._interruptions])
+                ],
+                approvals=dict(self._approvals),
+            )
 
     # --- serialisation -------------------------------------------------------------
 
@@ -277,37 +250,36 @@ class RunState:
         """The state as new JSON data (sharing nothing with the state), carrying
         ``"$schemaVersion"``. Values JSON cannot hold exactly (non-finite floats,
         non-str keys, other objects) raise ``RunStateError`` naming the field."""
-        with collector_paused():
-            return self._json_copy()
-
-    def _json_copy(self) -> dict[str, Any]:
         original = self._original_input
-        return {
-            "$schemaVersion": SCHEMA_VERSION,
-            "agent": {"name": self._agent_name},
-            "original_input": (
-                original if isinstance(original, str) else _json_data(original, "original_input")
-            ),
-            "generated_items": _json_data(self._generated_items, "generated_items"),
-            "model_responses": [
-                {
-                    "output": _json_data(response.output, f"model_responses[{index}].output"),
-                    "usage": {name: getattr(response.usage, name) for name in _USAGE_FIELDS},
-                    "response_id": response.response_id,
-                }
-                for index, response in enumerate(self._model_responses)
-            ],
-            "current_turn": self._current_turn,
-            "max_turns": self._max_turns,
-            "pending_turn_start": self._pending_turn_start,
-            "interruptions": _json_data(
-                [item.raw_item for item in self._interruptions], "interruptions"
-            ),
-            "approvals": {
-                call_id: {"approved": decision.approved, "message": decision.message}
-                for call_id, decision in self._approvals.items()
-            },
-        }
+        with collector_paused():
+            return {
+                "$schemaVersion": SCHEMA_VERSION,
+                "agent": {"name": self._agent_name},
+                "original_input": (
+                    original
+                    if isinstance(original, str)
+                    else _json_data(original, "original_input")
+                ),
+                "generated_items": _json_data(self._generated_items, "generated_items"),
+                "model_responses": [
+                    {
+                        "output": _json_data(response.output, f"model_responses[{index}].output"),
+                        "usage": {name: getattr(response.usage, name) for name in _USAGE_FIELDS},
+                        "response_id": response.response_id,
+                    }
+                    for index, response in enumerate(self._model_responses)
+                ],
+                "current_turn": self._current_turn,
+                "max_turns": self._max_turns,
+                "pending_turn_start": self._pending_turn_start,
+                "interruptions": _json_data(
+                    [item.raw_item for item in self._interruptions], "interruptions"
+                ),
+                "approvals": {
+                    call_id: {"approved": decision.approved, "message": decision.message}
+                    for call_id, decision in self._approvals.items()
+                },
+            }
 
     def to_string(self) -> str:
         """``to_json()`` as a JSON string."""
