@@ -18,23 +18,19 @@ the one this follows (``BATCH_PREPARE_DIGESTS``), runs the SDK's own function.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from .._gc import collector_paused
 from . import _session_keys as session_keys
 from ._copies import deep_copy
-from ._replacements import holds_any, stripped_keys
+from ._replacements import all_dicts, dict_copies, holds_any, like, stripped_keys
 from ._session_keys import CALL, Call, canonical_key_setup
 from ._versions import function_digest
 
 __all__ = ["BATCH_PREPARE_DIGESTS", "applies", "make_prepare_input_with_session", "prepare"]
-
-_like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
 
 #: ``prepare_input_with_session`` as in openai-agents 0.22.1 - 0.24.0.
 BATCH_PREPARE_DIGESTS = frozenset({"6b38c2226f620961"})
@@ -53,19 +49,10 @@ def applies(module: ModuleType, arguments: dict[str, Any]) -> bool:
     )
 
 
-def _dict_copies(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return list(map(dict, items))
-
-
-def _all_dicts(items: list[Any]) -> bool:
-    return not items or set(map(type, items)) == {dict}
-
-
 def _ensured(module: ModuleType, items: list[Any]) -> list[Any]:
     """``[ensure_input_item_format(item) for item in items]``: a copy of each dict."""
-    if _all_dicts(items):
-        with collector_paused():
-            return _dict_copies(items)
+    if all_dicts(items):
+        return dict_copies(items)
     ensure = module.ensure_input_item_format
     return [ensure(item) for item in items]
 
@@ -74,10 +61,9 @@ def _converted(module: ModuleType, items: list[Any], stripped: frozenset[str] | 
     """``[strip(ensure(item)) for item in items]``: stripping copies, so one copy each,
     and a plain copy (in C) when no item holds a key the SDK strips."""
     strip = module.strip_internal_input_item_metadata
-    if _all_dicts(items):
+    if all_dicts(items):
         if stripped is not None and not holds_any(items, stripped):
-            with collector_paused():
-                return _dict_copies(items)
+            return dict_copies(items)
         return list(map(strip, items))
     ensure = module.ensure_input_item_format
     return [strip(ensure(item)) for item in items]
@@ -286,7 +272,7 @@ def make_prepare_input_with_session(
     batch = function_digest("prepare_input_with_session", original) in BATCH_PREPARE_DIGESTS
     stripped = stripped_keys(module.strip_internal_input_item_metadata)
 
-    @_like(original)
+    @like(original)
     async def prepare_input_with_session(*args: Any, **kwargs: Any) -> Any:
         call = Call(module, extra_stripped)
         try:

@@ -42,6 +42,10 @@ from ._sorted_json import sorted_json
 
 __all__ = [
     "CopyModule",
+    "JsonModule",
+    "all_dicts",
+    "dict_copies",
+    "like",
     "make_clone_original_input",
     "make_dedupe_key",
     "make_deduplicate",
@@ -56,7 +60,7 @@ __all__ = [
 
 # The SDK's name and docstring (and ``__wrapped__``), but our own ``__module__``, so a
 # replacement is never mistaken for the SDK's function.
-_like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
+like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
 
 _STR_OR_NONE = frozenset({str, type(None)})
 _ID_FIELDS = ("call_id", "id", "approval_request_id")
@@ -66,7 +70,7 @@ def _field_types(items: list[dict[str, Any]], field: str) -> set[type]:
     return set(map(type, map(dict.get, items, repeat(field))))
 
 
-def _all_dicts(items: list[Any]) -> bool:
+def all_dicts(items: list[Any]) -> bool:
     return not items or set(map(type, items)) == {dict}
 
 
@@ -76,7 +80,7 @@ def _no_str_subclass(kinds: Iterable[type]) -> bool:
 
 def _keyable(items: list[Any]) -> bool:
     """Whether histcore's dedupe keys are the SDK's for every item of ``items``."""
-    if not _all_dicts(items) or not _field_types(items, "type") <= _STR_OR_NONE:
+    if not all_dicts(items) or not _field_types(items, "type") <= _STR_OR_NONE:
         return False
     get = dict.get
     ids = chain.from_iterable(map(get, items, repeat(field)) for field in _ID_FIELDS)
@@ -104,7 +108,7 @@ def _keyable_item(item: Any) -> bool:
 
 
 def make_dedupe_key(original: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-    @_like(original)
+    @like(original)
     def _dedupe_key(item: Any) -> str | None:
         if _keyable_item(item):
             key: str | None = engine.dedupe_key(item)
@@ -120,7 +124,7 @@ def make_deduplicate(
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """A dedupe (first-wins or latest-value) running histcore's on keyable lists."""
 
-    @_like(original)
+    @like(original)
     def deduplicate(items: Sequence[Any]) -> list[Any]:
         if type(items) is list and _keyable(items):
             return histcore_version(items)
@@ -165,7 +169,7 @@ def _reasoning_outside(types: list[Any], pruning_indexes: Any) -> bool:
 
 
 def _orphan_screen(items: list[Any], pruning_indexes: Any) -> bool:
-    if not _all_dicts(items):
+    if not all_dicts(items):
         return False
     types = list(map(dict.get, items, repeat("type")))
     if not set(map(type, types)) <= _STR_OR_NONE:
@@ -180,7 +184,7 @@ def _orphan_screen(items: list[Any], pruning_indexes: Any) -> bool:
 
 
 def make_drop_orphan_function_calls(original: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
-    @_like(original)
+    @like(original)
     def drop_orphan_function_calls(
         items: list[Any],
         *,
@@ -210,7 +214,7 @@ def make_fingerprint_input_item(
 ) -> Callable[..., str | None]:
     """The SDK's fingerprint text for dict items, from a reused encoder."""
 
-    @_like(original)
+    @like(original)
     def fingerprint_input_item(item: Any, *, ignore_ids_for_matching: bool = False) -> str | None:
         if type(item) is dict:
             payload = module.strip_internal_input_item_metadata(item)
@@ -247,9 +251,11 @@ def holds_any(items: list[dict[str, Any]], keys: frozenset[str]) -> bool:
     return any(any(map(dict.__contains__, items, repeat(key))) for key in keys)
 
 
-def _dict_copies(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    # map() calling dict on exact dicts: a C loop that runs no Python code.
-    return list(map(dict, items))
+def dict_copies(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A shallow copy of each item (all exact dicts), with the collector paused:
+    ``map()`` calling ``dict`` on exact dicts is a C loop that runs no Python code."""
+    with collector_paused():
+        return list(map(dict, items))
 
 
 def make_normalize_input_items_for_api(
@@ -259,13 +265,12 @@ def make_normalize_input_items_for_api(
     a key the SDK strips (then stripping is exactly a copy)."""
     keys = stripped_keys(module.strip_internal_input_item_metadata)
 
-    @_like(original)
+    @like(original)
     def normalize_input_items_for_api(items: list[Any]) -> list[Any]:
-        if type(items) is not list or not _all_dicts(items):
+        if type(items) is not list or not all_dicts(items):
             return original(items)
         if keys is not None and not holds_any(items, keys):
-            with collector_paused():
-                return _dict_copies(items)
+            return dict_copies(items)
         # strip copies: what it returns for the item equals what it returns for a copy.
         return list(map(module.strip_internal_input_item_metadata, items))
 
@@ -273,7 +278,7 @@ def make_normalize_input_items_for_api(
 
 
 def make_ensure_input_item_format(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    @_like(original)
+    @like(original)
     def ensure_input_item_format(item: Any) -> Any:
         if type(item) is dict:
             return dict(item)  # what the original's coercion makes of a dict
@@ -285,30 +290,30 @@ def make_ensure_input_item_format(original: Callable[[Any], Any]) -> Callable[[A
 # --- whole-list copies -------------------------------------------------------------
 
 
-def make_to_dump_compatible(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    @_like(original)
-    def _to_dump_compatible(obj: Any) -> Any:
-        if type(obj) is list:
-            copied = dump_compatible_copy(obj)
+def _copying_lists(
+    original: Callable[[Any], Any], fast_copy: Callable[[list[Any]], list[Any] | None]
+) -> Callable[[Any], Any]:
+    """``original``, except that a list ``fast_copy`` can copy is copied by it."""
+
+    @like(original)
+    def replacement(value: Any) -> Any:
+        if type(value) is list:
+            copied = fast_copy(value)
             if copied is not None:
                 return copied
-        return original(obj)
+        return original(value)
 
-    return _to_dump_compatible
+    return replacement
+
+
+def make_to_dump_compatible(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``_to_dump_compatible``: a list of plain JSON trees is copied in C."""
+    return _copying_lists(original, dump_compatible_copy)
 
 
 def make_clone_original_input(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``_clone_original_input``: a deep copy of a run's list input, in C when provable."""
-
-    @_like(original)
-    def _clone_original_input(original_input: Any) -> Any:
-        if type(original_input) is list:
-            copied = deep_copy(original_input)
-            if copied is not None:
-                return copied
-        return original(original_input)
-
-    return _clone_original_input
+    return _copying_lists(original, deep_copy)
 
 
 class _ModuleStandIn:
