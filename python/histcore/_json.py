@@ -17,7 +17,7 @@ import orjson
 
 from ._backend import engine
 
-__all__ = ["NULL", "dumps", "has_non_finite", "loads", "loads_exact"]
+__all__ = ["NULL", "dumps", "has_non_finite", "loads", "loads_as_json", "loads_exact"]
 
 #: What orjson writes for a non-finite float: only a text holding it may have lost one.
 NULL = b"null"
@@ -71,3 +71,15 @@ def loads(data: str | bytes | bytearray) -> Any:
     if long_integer_candidates([data]):
         return loads_exact(data)
     return orjson.loads(data)
+
+
+def loads_as_json(data: str | bytes) -> Any:
+    """Exactly what ``json.loads(data)`` returns or raises (NaN and Infinity tokens
+    included), read by orjson wherever that gives the same: text that may hold an
+    integer beyond 64 bits, and text orjson refuses, go to ``json.loads``."""
+    if long_integer_candidates([data]):
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)

@@ -32,11 +32,9 @@ from operator import is_not
 from types import ModuleType
 from typing import Any
 
-import orjson
-
 from .. import items as engine
 from .._gc import collector_paused
-from .._json import long_integer_candidates
+from .._json import loads_as_json
 from ._copies import deep_copy, dump_compatible_copy
 from ._sorted_json import sorted_json
 
@@ -364,9 +362,4 @@ class JsonModule(_ModuleStandIn):
         kind = type(s)
         if args or kwargs or (kind is not str and kind is not bytes):
             return self._real.loads(s, *args, **kwargs)
-        if long_integer_candidates([s]):
-            return self._real.loads(s)
-        try:
-            return orjson.loads(s)
-        except orjson.JSONDecodeError:
-            return self._real.loads(s)
+        return loads_as_json(s)

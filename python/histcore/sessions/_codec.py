@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .._json import NULL, has_non_finite, long_integer_candidates
+from .._json import NULL, has_non_finite, loads_as_json, long_integer_candidates
 
 __all__ = [
     "CorruptRow",
@@ -113,13 +113,10 @@ def decode_row(data: object) -> Any:
     """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON."""
     if not isinstance(data, (bytes, str)):
         raise CorruptRow(f"message_data is {type(data).__name__}, not JSON text")
-    if long_integer_candidates([data]):
-        return _decode_exact(data)
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    return _decode_exact(data)
+        return loads_as_json(data)
+    except (ValueError, RecursionError) as exc:
+        raise CorruptRow(str(exc)) from None
 
 
 def decode_rows(
