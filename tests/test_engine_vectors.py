@@ -16,7 +16,14 @@ import pytest
 from _strategies import positions
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
-VECTOR_FILES = ("canonical.json", "dedupe_key.json", "dedupe.json", "orphans.json", "classify.json")
+VECTOR_FILES = (
+    "canonical.json",
+    "dedupe_key.json",
+    "dedupe.json",
+    "orphans.json",
+    "classify.json",
+    "long_integers.json",
+)
 
 
 def _cases(file_name: str) -> list[Any]:
@@ -85,3 +92,11 @@ def test_classify(engine: ModuleType, case: dict[str, Any]) -> None:
     combined = [_resolve(ref, history, new_items) for ref in case["combined"]]
     result = engine.classify_callback_output(history, new_items, combined)
     assert result == (case["history_positions"], case["persisted_positions"])
+
+
+@pytest.mark.parametrize("case", _cases("long_integers.json"))
+def test_long_integer_candidates(engine: ModuleType, case: dict[str, Any]) -> None:
+    text = case["text"]
+    expected = [0] if case["long"] else []
+    assert engine.long_integer_candidates([text]) == expected
+    assert engine.long_integer_candidates([text.encode("utf-8")]) == expected

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use _core::canonical;
 use _core::classify::{self, ContentKeys};
 use _core::dedupe;
+use _core::digits;
 use _core::intern::Strings;
 use _core::keys::{Field, ItemFields, ItemType, KeyBuilder};
 use _core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
@@ -393,6 +394,24 @@ fn callback_classification() {
         assert_eq!(
             result.persisted_positions,
             indexes(&case["persisted_positions"]),
+            "{}",
+            name(case)
+        );
+    }
+}
+
+#[test]
+fn long_integer_runs() {
+    let cases = load("long_integers.json");
+    assert!(!cases.is_empty());
+    for case in &cases {
+        let text = case["text"].as_str().expect("every case has a text");
+        let long = case["long"]
+            .as_bool()
+            .expect("every case says whether it is long");
+        assert_eq!(
+            digits::has_long_run(text.as_bytes()),
+            long,
             "{}",
             name(case)
         );
