@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +243,28 @@ async def test_table_without_autoincrement_is_read_without_a_cache(db: Path) -> 
         await other.pop_item()
         await other.add_items([user("c")])  # gets the id "b" had
         assert texts(await session.get_items()) == ["a", "c"]
+
+
+async def test_add_items_binds_without_warnings(db: Path) -> None:
+    # Python 3.12.0-3.12.3 warn on numbered placeholders bound from a sequence.
+    with SQLiteSession("s", db) as session, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await session.add_items([user(str(index)) for index in range(300)])
+        assert texts(await session.get_items()) == [str(index) for index in range(300)]
+
+
+async def test_batches_split_under_a_low_variable_limit(db: Path) -> None:
+    """A SQLite built with few variables per statement gets smaller INSERTs, in order."""
+    with SQLiteSession("s", db) as session:
+        store = session._store
+        store._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 7)
+        store._rows_per_insert = store._insert_batch_size()
+        assert store._rows_per_insert == 3  # a session id and a text per row
+        batch = [user(str(index)) for index in range(1000)]
+        await session.add_items(batch)
+        await session.add_items([user("last")])
+    with SQLiteSession("s", db) as reader:
+        assert await reader.get_items() == [*batch, user("last")]
 
 
 async def test_large_batch_is_checkpointed_after_the_write(db: Path) -> None:

@@ -124,10 +124,18 @@ def _check_table_name(name: object, argument: str) -> str:
 @lru_cache(maxsize=64)
 def _insert_sql(table: str, rows: int, cast: bool) -> str:
     # CAST(blob AS TEXT) stores the UTF-8 bytes as TEXT as they are: no str is built
-    # per row only to be encoded back to UTF-8 by the driver.
-    value = "CAST(?{} AS TEXT)" if cast else "?{}"
-    values = ", ".join(f"(?1, {value.format(index)})" for index in range(2, rows + 2))
-    return f"INSERT INTO {table} (session_id, message_data) VALUES {values}"
+    # per row only to be encoded back to UTF-8 by the driver. Placeholders are the
+    # nameless `?` only: Python 3.12.0-3.12.3 warn on numbered ones (`?1`) bound from a
+    # sequence, an error under `-W error`.
+    row = "(?, CAST(? AS TEXT))" if cast else "(?, ?)"
+    return f"INSERT INTO {table} (session_id, message_data) VALUES {', '.join([row] * rows)}"
+
+
+def _insert_params(session_id: str, values: list[bytes] | list[str]) -> list[object]:
+    """``session_id, value`` for each value, in the order of ``_insert_sql``'s rows."""
+    params: list[object] = [session_id] * (2 * len(values))
+    params[1::2] = values
+    return params
 
 
 class SQLiteStore(SkipsCorruptRows):
@@ -244,7 +252,7 @@ class SQLiteStore(SkipsCorruptRows):
         getlimit = getattr(self._conn, "getlimit", None)
         category = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
         variables = 999 if getlimit is None or category is None else int(getlimit(category))
-        return max(1, min(_MAX_ROWS_PER_INSERT, variables - 1))
+        return max(1, min(_MAX_ROWS_PER_INSERT, variables // 2))
 
     # --- transactions and helpers -------------------------------------------------
 
@@ -530,10 +538,10 @@ class SQLiteStore(SkipsCorruptRows):
         if full:
             sql = _insert_sql(table, per, cast)
             for start in range(0, full, per):
-                conn.execute(sql, (session_id, *values[start : start + per]))
+                conn.execute(sql, _insert_params(session_id, values[start : start + per]))
         if full < len(values):
             rest = values[full:]
-            conn.execute(_insert_sql(table, len(rest), cast), (session_id, *rest))
+            conn.execute(_insert_sql(table, len(rest), cast), _insert_params(session_id, rest))
 
     def pop(self) -> Any | None:
         """Remove and return the newest item; corrupt rows on the way are dropped."""
