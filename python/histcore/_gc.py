@@ -18,9 +18,15 @@ containers, they are promoted at once instead: ``gc.freeze()`` then ``gc.unfreez
 moves every tracked object to the oldest generation without traversing anything. Those
 objects are still collected, by full collections, as any long-lived object is; besides
 the containers built in the pause, only what the two younger generations held (a few
-thousand objects at the default thresholds) is promoted with them. Nothing
-is moved while the program keeps objects frozen itself (``gc.get_freeze_count()``), so a
-``gc.freeze()`` made before forking workers keeps its effect.
+thousand objects at the default thresholds) is promoted with them.
+
+Nothing is moved while the program keeps objects frozen itself, so a ``gc.freeze()``
+made before forking workers keeps its effect. ``gc.get_freeze_count()`` alone does not
+tell: CPython 3.12 starts with a few hundred of its own tuples frozen (the bases of its
+static types, which are immortal, so unfreezing them changes nothing), while a
+program's ``gc.freeze()`` freezes every tracked object, some 4,000 even in a bare
+interpreter. So a count at most what the interpreter held when this module was
+imported, if that was below ``_INTERPRETER_FROZEN_MAX``, is the interpreter's own.
 """
 
 from __future__ import annotations
@@ -30,10 +36,21 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["PROMOTE_AFTER", "collector_paused"]
+__all__ = ["PROMOTE_AFTER", "collector_paused", "interpreter_frozen"]
 
 #: Containers built during a pause above which they are promoted when it ends.
 PROMOTE_AFTER = 10_000
+
+# More frozen objects than this at import means the program froze them (see above).
+_INTERPRETER_FROZEN_MAX = 1_000
+
+
+def interpreter_frozen(count: int) -> int:
+    """How many of ``count`` frozen objects (seen at import) the interpreter froze itself."""
+    return count if count <= _INTERPRETER_FROZEN_MAX else 0
+
+
+_interpreter_frozen = interpreter_frozen(gc.get_freeze_count())
 
 _lock = threading.Lock()
 _active = 0
@@ -55,7 +72,8 @@ def collector_paused() -> Iterator[None]:
         with _lock:
             _active -= 1
             if _active == 0 and _reenable:
-                if gc.get_count()[0] > PROMOTE_AFTER and gc.get_freeze_count() == 0:
+                young = gc.get_count()[0]
+                if young > PROMOTE_AFTER and gc.get_freeze_count() <= _interpreter_frozen:
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
