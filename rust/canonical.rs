@@ -74,7 +74,7 @@ fn copy_clean(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> usize {
     // SAFETY (every write below): `to - out.len() == from - start`, and each write of `n`
     // bytes happens only while `text.len() - from >= n`, so it stays inside the capacity
     // the caller guarantees. `set_len` only counts bytes copied from clean text.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
     unsafe {
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
