@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import histcore
+from _sqlite import connected, no_file_left_open, query, write_junk
 from histcore import doctor
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
 
@@ -67,7 +68,7 @@ def write_store(path: str, sessions: dict[str, list[Any]]) -> None:
 
 
 def add_raw_row(path: str, session_id: str, data: str) -> int:
-    with sqlite3.connect(path) as connection:
+    with connected(path) as connection:
         cursor = connection.execute(
             "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
             (session_id, data),
@@ -76,13 +77,12 @@ def add_raw_row(path: str, session_id: str, data: str) -> int:
 
 
 def rows(path: str, session_id: str | None = None) -> list[tuple[int, str, str]]:
-    with sqlite3.connect(path) as connection:
-        query = "SELECT id, session_id, message_data FROM agent_messages"
-        params: tuple[Any, ...] = ()
-        if session_id is not None:
-            query += " WHERE session_id = ?"
-            params = (session_id,)
-        return connection.execute(query + " ORDER BY id", params).fetchall()
+    sql = "SELECT id, session_id, message_data FROM agent_messages"
+    params: tuple[Any, ...] = ()
+    if session_id is not None:
+        sql += " WHERE session_id = ?"
+        params = (session_id,)
+    return query(path, sql + " ORDER BY id", params)
 
 
 def items_of(path: str, session_id: str) -> list[Any]:
@@ -189,16 +189,25 @@ def test_session_option_checks_only_that_session(store: str) -> None:
 @pytest.mark.parametrize("kind", ["missing", "not_sqlite", "no_tables"])
 def test_unreadable_stores_exit_two(store: str, kind: str) -> None:
     if kind == "not_sqlite":
-        with open(store, "w", encoding="utf-8") as handle:
-            handle.write("this is not a database" * 100)
+        write_junk(store)
     elif kind == "no_tables":
-        with sqlite3.connect(store) as connection:
-            connection.execute("CREATE TABLE other (x)")
+        query(store, "CREATE TABLE other (x)")
     code, out, err = run_cli(store, "--json")
     assert code == 2
     assert json.loads(out)["error"] and "histcore doctor: error" in err
     if kind == "missing":
         assert not os.path.exists(store), "checking must never create a database"
+
+
+@pytest.mark.parametrize("fix", [False, True])
+@pytest.mark.parametrize("kind", ["not_sqlite", "no_tables"])
+def test_unreadable_stores_leave_no_file_open(store: str, kind: str, fix: bool) -> None:
+    if kind == "not_sqlite":
+        write_junk(store)
+    else:
+        query(store, "CREATE TABLE other (x)")
+    with no_file_left_open(), pytest.raises(doctor.DoctorError):
+        doctor.check_store(store, fix=fix)
 
 
 # --- --fix ---------------------------------------------------------------------------

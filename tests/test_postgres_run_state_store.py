@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from _pg import BACKENDS, Backends, backends, pg_execute
+from _sqlite import no_file_left_open, write_junk
 from histcore.agent import Agent
 from histcore.exceptions import RunStateError
 from histcore.run import Runner
@@ -202,6 +203,12 @@ def test_a_closed_sqlite_store_refuses_to_work(tmp_path: Path) -> None:
 
     with pytest.raises(RunStateStoreError, match="is closed"):
         asyncio.run(use(store))
+
+
+def test_a_file_that_is_not_a_database_is_refused_and_closed(tmp_path: Path) -> None:
+    write_junk(tmp_path / "states.db")
+    with no_file_left_open(), pytest.raises(RunStateStoreError, match="not a database"):
+        SQLiteRunStateStore(tmp_path / "states.db")
 
 
 async def test_a_cancelled_save_is_over_before_the_cancellation_arrives(

@@ -10,12 +10,14 @@ import subprocess
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import histcore
+from _sqlite import no_file_left_open, write_junk
 from histcore.exceptions import SessionError
 from histcore.sessions import SessionSettings, SQLiteSession
 
@@ -33,9 +35,22 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "sessions.db"
 
 
+_raw_connections: list[sqlite3.Connection] = []
+
+
 def raw(path: Path) -> sqlite3.Connection:
-    """A plain connection, standing in for another program using the same file."""
-    return sqlite3.connect(path, isolation_level=None)
+    """A plain connection, standing in for another program using the same file; closed
+    when the test ends."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    _raw_connections.append(connection)
+    return connection
+
+
+@pytest.fixture(autouse=True)
+def _close_raw_connections() -> Iterator[None]:
+    yield
+    while _raw_connections:
+        _raw_connections.pop().close()
 
 
 def child_env() -> dict[str, str]:
@@ -105,6 +120,12 @@ def test_bad_settings_are_refused(db: Path) -> None:
         SQLiteSession("s", 3)  # type: ignore[arg-type]
     with pytest.raises(SessionError, match="cannot open SQLite session store"):
         SQLiteSession("s", db.parent / "missing" / "dir" / "x.db")
+
+
+def test_a_file_that_is_not_a_database_is_refused_and_closed(db: Path) -> None:
+    write_junk(db)
+    with no_file_left_open(), pytest.raises(SessionError, match="file is not a database"):
+        SQLiteSession("s", db)
 
 
 async def test_sessions_share_a_file_without_mixing(db: Path) -> None:

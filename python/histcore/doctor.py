@@ -342,8 +342,12 @@ def _connect(path: str, writable: bool) -> sqlite3.Connection:
     uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
     try:
         connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+    except sqlite3.DatabaseError as exc:
+        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+    try:
         tables = _tables(connection)
     except sqlite3.DatabaseError as exc:
+        connection.close()
         raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
     if MESSAGES_TABLE not in tables:
         connection.close()
@@ -361,11 +365,13 @@ def _backup(path: str) -> str:
     # A second, read-only connection: it sees the last committed state, which the
     # caller's open write transaction keeps unchanged until it commits.
     source = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
-    destination = sqlite3.connect(target)
     try:
-        source.backup(destination)
+        destination = sqlite3.connect(target)
+        try:
+            source.backup(destination)
+        finally:
+            destination.close()
     finally:
-        destination.close()
         source.close()
     return target
 

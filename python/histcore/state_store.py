@@ -232,6 +232,9 @@ class SQLiteRunStateStore(RunStateStore):
             self._conn = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise RunStateStoreError(f"cannot open run state store {path!r}: {exc}") from exc
+        try:
             if path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(
@@ -243,8 +246,11 @@ class SQLiteRunStateStore(RunStateStore):
                     updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
                 )"""
             )
-        except sqlite3.Error as exc:
-            raise RunStateStoreError(f"cannot open run state store {path!r}: {exc}") from exc
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise RunStateStoreError(f"cannot open run state store {path!r}: {exc}") from exc
+            raise
 
     async def _in_worker(self, operation: str, work: Callable[[], _T]) -> _T:
         def run() -> _T:
