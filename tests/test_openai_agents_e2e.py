@@ -30,6 +30,7 @@ from openai.types.responses import ResponseFunctionToolCall  # noqa: E402
 
 import histcore.items  # noqa: E402
 import histcore.openai_agents as accelerator  # noqa: E402
+from _sqlite import query  # noqa: E402
 from histcore._bench.generate import generate_history  # noqa: E402
 from histcore._bench.sdk_conversation import ScriptedModel, lookup_tool  # noqa: E402
 from histcore.openai_agents import _replacements, _session_keys  # noqa: E402
@@ -227,12 +228,7 @@ def test_sqlite_store_written_with_install_reads_back_identically(tmp_path: Any)
     template = seeded_store(os.path.join(tmp_path, "template.db"))
 
     def rows(path: str) -> list[tuple[int, str]]:
-        import sqlite3
-
-        with sqlite3.connect(path) as connection:
-            return connection.execute(
-                "SELECT id, message_data FROM agent_messages ORDER BY id"
-            ).fetchall()
+        return query(path, "SELECT id, message_data FROM agent_messages ORDER BY id")
 
     copies = []
     for name, install in (("plain.db", False), ("fast.db", True)):

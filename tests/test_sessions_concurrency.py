@@ -6,7 +6,6 @@ import asyncio
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 import histcore
+from _sqlite import query
 from histcore.sessions import SQLiteSession
 
 PROCESSES = 4
@@ -146,24 +146,19 @@ async def test_processes_and_threads_lose_no_item(tmp_path: Path) -> None:
 async def test_writer_killed_mid_batch_leaves_all_or_nothing(tmp_path: Path, delay: float) -> None:
     db = tmp_path / "crash.db"
     size = 60_000
-    child = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", KILLED_WRITER, str(db), str(size)],
         env=child_env(),
         stdout=subprocess.PIPE,
-    )
-    assert child.stdout is not None
-    line = child.stdout.readline()
-    assert line == b"BEGIN\n", line
-    time.sleep(delay)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
+    ) as child:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line == b"BEGIN\n", line
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
     assert child.returncode == -signal.SIGKILL
 
-    count = (
-        sqlite3.connect(db)
-        .execute("SELECT COUNT(*) FROM agent_messages WHERE session_id = 'victim'")
-        .fetchone()[0]
-    )
+    ((count,),) = query(db, "SELECT COUNT(*) FROM agent_messages WHERE session_id = 'victim'")
     assert count in (1, 1 + size)
     if delay == 0.0:
         assert count == 1, "killed right after BEGIN, the batch cannot have committed"
@@ -173,4 +168,4 @@ async def test_writer_killed_mid_batch_leaves_all_or_nothing(tmp_path: Path, del
         assert items[0] == {"role": "user", "content": "before"}
         await session.add_items([{"role": "user", "content": "after"}])
         assert (await session.get_items(1)) == [{"role": "user", "content": "after"}]
-    assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]

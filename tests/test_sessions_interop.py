@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from _sqlite import query
 from histcore._bench.generate import generate_history
 from histcore.sessions import SQLiteSession
 
@@ -105,12 +106,10 @@ async def test_both_libraries_continue_one_conversation(db: Path) -> None:
 
 
 async def test_sdk_created_file_keeps_its_schema(db: Path) -> None:
-    import sqlite3
-
     theirs = sdk_memory.SQLiteSession("conv", db)
     theirs.close()
-    before = sqlite3.connect(db).execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    before = query(db, "SELECT type, name, sql FROM sqlite_master")
     with SQLiteSession("conv", db) as ours:
         await ours.add_items([user("a")])
-    after = sqlite3.connect(db).execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    after = query(db, "SELECT type, name, sql FROM sqlite_master")
     assert after == before
