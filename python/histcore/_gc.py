@@ -22,8 +22,8 @@ thousand objects at the default thresholds) is promoted with them.
 
 Nothing is moved while the program keeps objects frozen itself, so a ``gc.freeze()``
 made before forking workers keeps its effect. ``gc.get_freeze_count()`` alone does not
-tell: CPython 3.12 starts with a few hundred of its own tuples frozen (the bases of its
-static types, which are immortal, so unfreezing them changes nothing), while a
+tell: CPython 3.12 starts with a few hundred of its own tuples frozen (the base and MRO
+tuples of its static types, all immortal, so unfreezing them changes nothing), while a
 program's ``gc.freeze()`` freezes every tracked object, some 4,000 even in a bare
 interpreter. So a count at most what the interpreter held when this module was
 imported, if that was below ``_INTERPRETER_FROZEN_MAX``, is the interpreter's own.
