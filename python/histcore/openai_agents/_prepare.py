@@ -105,32 +105,29 @@ def _keys(
 
 
 def _by_identity(
-    history: list[Any], new_items: list[Any], combined: list[Any], original_history_ids: set[int]
+    new_items: list[Any], combined: list[Any], original_history_ids: set[int]
 ) -> tuple[set[int], list[Any]] | None:
     """The classification when identity alone decides every item, else None.
 
-    An item is decided by identity when it is a new-item copy (an occurrence not yet
-    taken) or any original history copy. Only the others (reconstructions, made-up
-    items, repeats of a new copy, objects the callback put into its history list)
-    are compared by content, and only then are keys needed: the common callbacks
-    (keep, trim, reorder, append) never need one.
+    An item is decided by identity when it is any original history copy (history,
+    whether or not it is also taken as a new-item copy) or a new-item copy whose
+    occurrence is not taken yet (persisted). Only the others (reconstructions, made-up
+    items, repeats of a new copy, objects the callback put into its history list) are
+    compared by content, and only then are keys needed: the common callbacks (keep,
+    trim, reorder, append) never need one.
     """
     new_refs: dict[int, int] = Counter(map(id, new_items))
     prune: set[int] = set()
     appended: list[Any] = []
     for position, item in enumerate(combined):
         ident = id(item)
-        left = new_refs.get(ident)
-        if left:
-            new_refs[ident] = left - 1
-            if ident in original_history_ids:
-                prune.add(position)
-            else:
-                appended.append(item)
-        elif ident in original_history_ids:
-            # Taking a history occurrence only lowers a content count that no item
-            # here reads: with no content comparison, both ways are history.
+        if ident in original_history_ids:
+            # Taking it as a history or a new-item occurrence only lowers counts that
+            # no other item here reads (other objects, or content never compared).
             prune.add(position)
+        elif new_refs.get(ident):
+            new_refs[ident] -= 1
+            appended.append(item)
         else:
             return None
     return prune, appended
@@ -151,7 +148,7 @@ def _classify(
     not yet taken; everything else is persisted. (The SDK also counts new-item
     content, but both of its outcomes for that count persist the item.)
     """
-    decided = _by_identity(history, new_items, combined, original_history_ids)
+    decided = _by_identity(new_items, combined, original_history_ids)
     if decided is not None:
         call.decided = True
         return decided
