@@ -102,13 +102,6 @@ def encode_items_utf8(items: list[Any]) -> list[bytes]:
     return encoded
 
 
-def _decode_exact(data: str | bytes) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptRow(str(exc)) from None
-
-
 def decode_row(data: object) -> Any:
     """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON."""
     if not isinstance(data, (bytes, str)):
@@ -136,7 +129,7 @@ def decode_rows(
     else:
         try:
             for position in exact:
-                items[position] = _decode_exact(texts[position])
+                items[position] = decode_row(texts[position])
         except CorruptRow:
             pass
         else:
