@@ -11,68 +11,16 @@ engine's ``plain_json_copy``, which copies only trees of exact builtin dicts, li
 scalars (for deepcopy, nothing shared), at most ``MAX_DEPTH`` deep, and otherwise
 returns None: then the caller uses the original. (Tuples are left to the originals too:
 deepcopy may return a tuple itself.)
-
-``plain_tree`` checks the same kind of shape without copying, a level at a time with
-C-level calls (``gc.get_referents`` on a whole level at once), for callers that only
-need to know. A dict whose keys are all exact str does not report its keys; any other
-dict does, so their types are checked too.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable
-from itertools import compress
 from typing import Any
 
 from .. import items as engine
 from .._gc import collector_paused
 
-__all__ = ["MAX_LEVELS", "deep_copy", "dump_compatible_copy", "plain_tree"]
-
-
-#: Deeper trees go to the originals (well within their recursion limits and histcore's MAX_DEPTH).
-MAX_LEVELS = 200
-
-SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
-_CONTAINERS: frozenset[type] = frozenset({dict, list, tuple})
-_JSON_TYPES: frozenset[type] = SCALARS | {dict, list}
-
-
-def plain_tree(
-    roots: Iterable[Any], allowed: frozenset[type] = _JSON_TYPES, *, shared: bool = False
-) -> bool:
-    """Whether the trees under ``roots`` hold only ``allowed`` types and end within
-    ``MAX_LEVELS`` levels; unless ``shared``, also that no container appears twice.
-
-    With ``shared`` (a container met twice is fine) a cycle still fails: its level
-    never empties. A walk that meets more objects than a budget proportional to the
-    roots stops too, so shared structures cannot make it blow up.
-    """
-    level = list(roots)
-    budget = 1024 * len(level) + (1 << 20)
-    seen: set[int] = set()
-    visited = 0
-    for _ in range(MAX_LEVELS):
-        kinds = set(map(type, level))
-        if not kinds <= allowed:
-            return False
-        if kinds.isdisjoint(_CONTAINERS):
-            return True
-        if shared:
-            # Scalars have no referents: the next level is the containers' contents.
-            visited += len(level)
-            if visited > budget:
-                return False
-        else:
-            if not kinds <= _CONTAINERS:
-                level = list(compress(level, map(_CONTAINERS.__contains__, map(type, level))))
-            visited += len(level)
-            seen.update(map(id, level))
-            if len(seen) != visited:
-                return False
-        level = gc.get_referents(*level)
-    return False
+__all__ = ["deep_copy", "dump_compatible_copy"]
 
 
 def _plain_copy(value: list[Any], allow_shared: bool) -> list[Any] | None:

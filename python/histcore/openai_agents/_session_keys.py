@@ -9,7 +9,7 @@ keys never leave that one call: only equal or unequal matters. So, within one ca
 
 * **canonical keys**: when the history copies, the new copies and the returned list
   hold only plain items (exact dicts of exact builtin JSON values and tuples, no
-  cycles: ``_copies.plain_tree``), each object is keyed once by histcore's ``canonical_json``
+  cycles: ``plain_tree``), each object is keyed once by histcore's ``canonical_json``
   (by the Rust engine). On such values two items have equal SDK text exactly when they
   have equal canonical bytes: both are injective encodings of the same JSON value
   (tuples and lists alike, NaN a token of its own), and both drop the same metadata
@@ -29,6 +29,7 @@ names (``_patches``); outside such a call the key is the SDK's text.
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from itertools import repeat
@@ -36,7 +37,6 @@ from types import ModuleType
 from typing import Any
 
 from .. import items as engine
-from ._copies import SCALARS, plain_tree
 from ._sorted_json import sorted_json
 
 __all__ = [
@@ -74,7 +74,12 @@ class ReferenceMap:
         self.counts: dict[int, int] = {}
 
 
-_KEYABLE: frozenset[type] = SCALARS | {dict, list, tuple}
+#: Deeper trees get SDK text keys (well within its recursion limit and histcore's MAX_DEPTH).
+MAX_LEVELS = 200
+
+_CONTAINERS: frozenset[type] = frozenset({dict, list, tuple})
+_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+_KEYABLE: frozenset[type] = _SCALARS | _CONTAINERS
 #: What canonical_json drops from an item (DESIGN.md), and keys the SDK may strip.
 _CANONICAL_DROPS = frozenset({"_agents_tool_description", "_agents_tool_title"})
 _STRIP_CANDIDATES = (*_CANONICAL_DROPS, "created_by")
@@ -118,6 +123,33 @@ class Call:
 CALL: ContextVar[Call | None] = ContextVar("histcore_session_keys_call", default=None)
 
 
+def plain_tree(roots: Iterable[Any], allowed: frozenset[type]) -> bool:
+    """Whether the trees under ``roots`` hold only ``allowed`` types and end within
+    ``MAX_LEVELS`` levels.
+
+    A level at a time, with C-level calls (``gc.get_referents`` on a whole level at
+    once). A dict whose keys are all exact str does not report its keys; any other dict
+    does, so their types are checked too. A container may appear more than once; a
+    cycle fails (its level never empties), and a walk that meets more objects than a
+    budget proportional to the roots stops, so shared structures cannot make it blow up.
+    """
+    level = list(roots)
+    budget = 1024 * len(level) + (1 << 20)
+    visited = 0
+    for _ in range(MAX_LEVELS):
+        kinds = set(map(type, level))
+        if not kinds <= allowed:
+            return False
+        if kinds.isdisjoint(_CONTAINERS):
+            return True
+        # Scalars have no referents: the next level is the containers' contents.
+        visited += len(level)
+        if visited > budget:
+            return False
+        level = gc.get_referents(*level)
+    return False
+
+
 def canonical_key_table(call: Call) -> dict[int, Key] | None:
     """Canonical keys for every object the classification will meet, if all are plain."""
     assert call.captured is not None
@@ -128,7 +160,7 @@ def canonical_key_table(call: Call) -> dict[int, Key] | None:
     unique = list(dict(zip(map(id, everything), everything, strict=True)).values())
     if unique and set(map(type, unique)) != {dict}:
         return None
-    if not plain_tree(unique, _KEYABLE, shared=True):
+    if not plain_tree(unique, _KEYABLE):
         return None
     keys = list(map(engine.canonical_json, unique))
     extra = call.extra_stripped
@@ -195,7 +227,7 @@ def make_session_item_key(original: Callable[..., str], module: ModuleType) -> K
 
 
 def _canonical_key(item: Any, call: Call) -> bytes | None:
-    if not plain_tree([item], _KEYABLE, shared=True):
+    if not plain_tree([item], _KEYABLE):
         return None
     extra = call.extra_stripped
     if extra and not extra.isdisjoint(item):
