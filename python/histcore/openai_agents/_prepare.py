@@ -265,9 +265,9 @@ def make_prepare_input_with_session(
     whose function it follows), else the original with the callback observed; either
     way with one key memory per call (``_session_keys``)."""
     signature = inspect.signature(original)
-    extra_stripped = canonical_key_setup(module)
     batch = function_digest("prepare_input_with_session", original) in BATCH_PREPARE_DIGESTS
     stripped = stripped_keys(module.strip_internal_input_item_metadata)
+    extra_stripped = canonical_key_setup(stripped)
 
     @like(original)
     async def prepare_input_with_session(*args: Any, **kwargs: Any) -> Any:

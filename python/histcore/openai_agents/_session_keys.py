@@ -28,7 +28,6 @@ names (``_patches``); outside such a call the key is the SDK's text.
 
 from __future__ import annotations
 
-import functools
 import gc
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
@@ -37,6 +36,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import items as engine
+from ._replacements import like
 from ._sorted_json import sorted_json
 
 __all__ = [
@@ -50,10 +50,6 @@ __all__ = [
     "make_build_reference_map",
     "make_session_item_key",
 ]
-
-# The SDK's name and docstring (and ``__wrapped__``), but our own ``__module__``, so a
-# replacement is never mistaken for the SDK's function.
-_like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
 
 Key = str | bytes
 KeyFunction = Callable[..., Key]
@@ -82,21 +78,16 @@ _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 _KEYABLE: frozenset[type] = _SCALARS | _CONTAINERS
 #: What canonical_json drops from an item (DESIGN.md), and keys the SDK may strip.
 _CANONICAL_DROPS = frozenset({"_agents_tool_description", "_agents_tool_title"})
-_STRIP_CANDIDATES = (*_CANONICAL_DROPS, "created_by")
 
 
-def canonical_key_setup(module: ModuleType) -> frozenset[str] | None:
+def canonical_key_setup(stripped: frozenset[str] | None) -> frozenset[str] | None:
     """The keys the SDK strips beyond canonical_json's, or None to use no canonical keys.
 
-    Probed on the module's own strip function (its source is recognised, so the
-    candidates are all it strips). Canonical keys need the Rust engine: the pure twin
+    ``stripped`` is what the SDK's strip function removes (``_replacements.stripped_keys``,
+    probed on its recognised source). Canonical keys need the Rust engine: the pure twin
     encodes slower than the SDK's C encoder.
     """
-    if engine.BACKEND != "rust":
-        return None
-    probe = dict.fromkeys((*_STRIP_CANDIDATES, "kept"), 0)
-    stripped = frozenset(probe) - frozenset(module.strip_internal_input_item_metadata(probe))
-    if "kept" in stripped or not _CANONICAL_DROPS <= stripped:
+    if engine.BACKEND != "rust" or stripped is None or not _CANONICAL_DROPS <= stripped:
         return None
     return stripped - _CANONICAL_DROPS
 
@@ -191,7 +182,7 @@ def _decide(ignore_ids: bool) -> None:
 def make_session_item_key(original: Callable[..., str], module: ModuleType) -> KeyFunction:
     """``_session_item_key``: the call's key when one is decided, else the SDK's text."""
 
-    @_like(original)
+    @like(original)
     def _session_item_key(item: Any, *, ignore_openai_conversation_item_ids: bool = False) -> Key:
         if type(item) is not dict or ignore_openai_conversation_item_ids:
             return original(
