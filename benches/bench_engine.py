@@ -4,7 +4,7 @@ One pytest-benchmark group per function, shape and size, so the implementations 
 the baseline a target refers to) sit in one table. Each test first checks its result
 against the pure twin (and, for dedupe and orphan pruning, the SDK's result too), then
 times it. The suite definition is shared with ``histcore bench``
-(``histcore._bench.engine``).
+(``histcore.cli.bench.engine``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from histcore import _pure
-from histcore._bench.engine import (
+from histcore.cli.bench.engine import (
     BASELINES,
     DEFAULT_SIZES,
     HUGE_SIZE,
@@ -29,7 +28,8 @@ from histcore._bench.engine import (
     make_workload,
     verify,
 )
-from histcore._bench.reference import Reference, load_reference
+from histcore.cli.bench.reference import Reference, load_reference
+from histcore.engine import pure as _pure
 
 SMOKE_SIZES = (1_000,)
 # Above this size pytest-benchmark's calibration would run the slow implementations

@@ -15,7 +15,7 @@ Groups (one table per operation and size, both backends in it):
 ``pytest benches`` runs each once on 10^3 items as a smoke test; with
 ``--benchmark-enable`` (or ``HISTCORE_BENCH_LARGE=1``) the history has 10^5 items.
 PostgreSQL is the server of ``HISTCORE_PG_DSN``, or a throwaway cluster started by
-``scripts/pg-cluster.sh`` (see ``tests/_pg.py``); without it the PostgreSQL cases are
+``scripts/pg-cluster.sh`` (see ``tests/support/pg.py``); without it the PostgreSQL cases are
 skipped, or fail when ``CI`` is set. Every case checks its result before it is timed.
 """
 
@@ -33,8 +33,9 @@ from typing import Any, TypeVar
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from _pg import require_pg, unique  # noqa: E402
-from histcore._bench.generate import generate_history  # noqa: E402
+from tests.support.pg import require_pg, unique  # noqa: E402
+
+from histcore.cli.bench.generate import generate_history  # noqa: E402
 from histcore.sessions import SessionABC, SQLiteSession, prepare_input_with_session  # noqa: E402
 
 _T = TypeVar("_T")

@@ -28,10 +28,10 @@ from typing import Any
 
 import pytest
 
-import histcore.run
-import histcore.run_state
+import histcore.runner.run
+import histcore.runner.run_state
 from histcore import Agent, Runner, RunState, function_tool
-from histcore._bench.generate import generate_history
+from histcore.cli.bench.generate import generate_history
 from histcore.items import deduplicate_input_items_preferring_latest
 from histcore.testing import ScriptedModel, function_call, text_message
 
@@ -176,7 +176,7 @@ def _overhead_shares(
     scenario: Scenario, run: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, rounds: int
 ) -> list[tuple[float, float, float, float]]:
     clock = _Clock()
-    for module in (histcore.run, histcore.run_state):
+    for module in (histcore.runner.run, histcore.runner.run_state):
         for name in ("deep_copy_items", "deduplicate_input_items_preferring_latest"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, clock.engine_call(getattr(module, name)))
@@ -239,15 +239,15 @@ def test_resume_copies_the_history_once(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copied: list[int] = []
-    real = histcore.run_state.deep_copy_items
+    real = histcore.runner.run_state.deep_copy_items
 
     def counting(items: Any) -> list[Any]:
         items = list(items)
         copied.append(len(items))
         return real(items)
 
-    monkeypatch.setattr(histcore.run_state, "deep_copy_items", counting)
-    monkeypatch.setattr(histcore.run, "deep_copy_items", counting)
+    monkeypatch.setattr(histcore.runner.run_state, "deep_copy_items", counting)
+    monkeypatch.setattr(histcore.runner.run, "deep_copy_items", counting)
     state = scenario.state
     scenario.model.calls.clear()
     # Four turns after the resumed one: the copies must not grow with them.

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from histcore._bench.engine import load_rust_engine
+from histcore.cli.bench.engine import load_rust_engine
 
 
 def timing_enabled(config: pytest.Config) -> bool:

@@ -2,7 +2,7 @@
 # Run histcore's test suite against the INSTALLED package, not the python/ sources.
 #
 #   scripts/test.sh                      # all of tests/
-#   scripts/test.sh tests/test_parity.py -k stub
+#   scripts/test.sh tests/engine/test_parity.py -k stub
 #   scripts/test.sh benches              # the benchmarks, once each (--benchmark-disable)
 #   HISTCORE_BACKEND=rust scripts/test.sh
 #

@@ -2,7 +2,7 @@
 
 ``HISTCORE_BACKEND`` decides which engines take part:
 
-* ``python``: only the pure twin (``histcore._pure``);
+* ``python``: only the pure twin (``histcore.engine.pure``);
 * ``rust``: the twin *and* the extension, and a missing or broken extension fails every
   Rust-parametrised test loudly instead of quietly testing only the twin;
 * ``auto`` (default): the twin, plus the extension unless it is missing. A broken
@@ -13,25 +13,16 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-# Under ``--import-mode=importlib`` (how scripts/test.sh runs the suite against the
-# installed package) test modules are not put on sys.path, so make the shared helper
-# modules (``_strategies``, ``_pg``, ``_runner``) importable explicitly.
-_TESTS_DIR = str(Path(__file__).resolve().parent)
-if _TESTS_DIR not in sys.path:
-    sys.path.insert(0, _TESTS_DIR)
-
 CORE_MODULE = "histcore._core"
-PURE_MODULE = "histcore._pure"
+PURE_MODULE = "histcore.engine.pure"
 
 
 def requested_backend() -> str:
-    """The HISTCORE_BACKEND choice as histcore._backend reads it."""
+    """The HISTCORE_BACKEND choice as histcore.engine.backend reads it."""
     return os.environ.get("HISTCORE_BACKEND", "auto").strip().lower() or "auto"
 
 
@@ -74,7 +65,7 @@ def load_engine(name: str) -> ModuleType:
 
 @pytest.fixture(scope="session", params=ENGINE_NAMES)
 def engine(request: pytest.FixtureRequest) -> ModuleType:
-    """The engine under test: ``histcore._pure`` or ``histcore._core``."""
+    """The engine under test: ``histcore.engine.pure`` or ``histcore._core``."""
     return load_engine(request.param)
 
 

@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from ._backend import BACKEND
-from .agent import Agent
-from .exceptions import (
-    HistcoreError,
-    MaxTurnsExceeded,
-    ModelBehaviorError,
-    RunStateError,
-    UserError,
-)
-from .items import (
+from histcore.engine.backend import BACKEND
+from histcore.engine.items import (
     MAX_DEPTH,
     canonical_json,
     classify_callback_output,
@@ -25,19 +17,27 @@ from .items import (
     drop_orphan_function_calls,
     plain_json_copy,
 )
-from .models import Model, ModelResponse, Usage
-from .result import RunResult, RunResultStreaming
-from .run import Runner
-from .run_config import (
+from histcore.exceptions import (
+    HistcoreError,
+    MaxTurnsExceeded,
+    ModelBehaviorError,
+    RunStateError,
+    UserError,
+)
+from histcore.runner.agent import Agent
+from histcore.runner.models import Model, ModelResponse, Usage
+from histcore.runner.result import RunResult, RunResultStreaming
+from histcore.runner.run import Runner
+from histcore.runner.run_config import (
     CallModelData,
     ModelInputData,
     RunConfig,
     RunErrorHandlerInput,
     RunErrorHandlerResult,
 )
-from .run_state import RunState
-from .stream_events import RawResponsesStreamEvent, RunItemStreamEvent, StreamEvent
-from .tool import FunctionTool, ToolApprovalItem, function_tool
+from histcore.runner.run_state import RunState
+from histcore.runner.stream_events import RawResponsesStreamEvent, RunItemStreamEvent, StreamEvent
+from histcore.runner.tool import FunctionTool, ToolApprovalItem, function_tool
 
 __version__ = "0.1.0"
 

@@ -1,5 +1,5 @@
 """``python -m histcore``: the same command line as the ``histcore`` script."""
 
-from histcore.cli import main
+from histcore.cli.main import main
 
 raise SystemExit(main())

@@ -1,27 +1,22 @@
-"""Item-level history passes, backed by whichever engine ``histcore._backend`` loaded.
-
-Items are JSON-like dicts or objects with ``model_dump()`` (read as
-``model_dump(exclude_unset=True)``). Nothing here mutates its input, and apart from
-``deep_copy_items`` and ``plain_json_copy`` the returned lists hold the very same
-objects as the input.
-"""
+"""Item-level history passes: the public face of ``histcore.engine.items``."""
 
 from __future__ import annotations
 
-from ._backend import BACKEND, engine
-
-dedupe_key = engine.dedupe_key
-dedupe_keys = engine.dedupe_keys
-deduplicate_input_items = engine.deduplicate_input_items
-deduplicate_input_items_preferring_latest = engine.deduplicate_input_items_preferring_latest
-canonical_json = engine.canonical_json
-content_key = engine.content_key
-content_keys = engine.content_keys
-drop_orphan_function_calls = engine.drop_orphan_function_calls
-deep_copy_items = engine.deep_copy_items
-plain_json_copy = engine.plain_json_copy
-classify_callback_output = engine.classify_callback_output
-MAX_DEPTH: int = engine.MAX_DEPTH
+from histcore.engine.items import (
+    BACKEND,
+    MAX_DEPTH,
+    canonical_json,
+    classify_callback_output,
+    content_key,
+    content_keys,
+    dedupe_key,
+    dedupe_keys,
+    deduplicate_input_items,
+    deduplicate_input_items_preferring_latest,
+    deep_copy_items,
+    drop_orphan_function_calls,
+    plain_json_copy,
+)
 
 __all__ = [
     "BACKEND",

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from . import _patches
-from ._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
+from histcore.openai_agents import _patches
+from histcore.openai_agents._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
 
 __all__ = [
     "Installation",

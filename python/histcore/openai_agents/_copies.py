@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import items as engine
-from .._gc import collector_paused
+from histcore.engine import items as engine
+from histcore.engine.collector import collector_paused
 
 __all__ = ["deep_copy", "dump_compatible_copy"]
 

@@ -24,12 +24,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .. import items as engine
-from .._vocabulary import CALL_TO_OUTPUT_TYPE, PRECURSOR_TYPES, PROGRAM_OWNED_HOSTED_TYPES
-from . import _prepare as prepare
-from . import _replacements as fast
-from . import _session_keys as session_keys
-from ._versions import KNOWN_SOURCE_DIGESTS, source_digest
+from histcore.engine import items as engine
+from histcore.engine.vocabulary import (
+    CALL_TO_OUTPUT_TYPE,
+    PRECURSOR_TYPES,
+    PROGRAM_OWNED_HOSTED_TYPES,
+)
+from histcore.openai_agents import _prepare as prepare
+from histcore.openai_agents import _replacements as fast
+from histcore.openai_agents import _session_keys as session_keys
+from histcore.openai_agents._versions import KNOWN_SOURCE_DIGESTS, source_digest
 
 __all__ = ["GROUPS", "Binding", "Group", "Target", "bind", "plan", "sdk_modules", "unbind"]
 

@@ -24,11 +24,17 @@ from collections.abc import Awaitable, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from . import _session_keys as session_keys
-from ._copies import deep_copy
-from ._replacements import all_dicts, dict_copies, holds_any, like, stripped_keys
-from ._session_keys import CALL, Call, canonical_key_setup
-from ._versions import function_digest
+from histcore.openai_agents import _session_keys as session_keys
+from histcore.openai_agents._copies import deep_copy
+from histcore.openai_agents._replacements import (
+    all_dicts,
+    dict_copies,
+    holds_any,
+    like,
+    stripped_keys,
+)
+from histcore.openai_agents._session_keys import CALL, Call, canonical_key_setup
+from histcore.openai_agents._versions import function_digest
 
 __all__ = ["BATCH_PREPARE_DIGESTS", "applies", "make_prepare_input_with_session", "prepare"]
 

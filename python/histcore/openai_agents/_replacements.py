@@ -32,11 +32,11 @@ from operator import is_not
 from types import ModuleType
 from typing import Any
 
-from .. import items as engine
-from .._gc import collector_paused
-from .._json import loads_as_json
-from ._copies import deep_copy, dump_compatible_copy
-from ._sorted_json import sorted_json
+from histcore.engine import items as engine
+from histcore.engine.collector import collector_paused
+from histcore.engine.exact_json import loads_as_json
+from histcore.openai_agents._copies import deep_copy, dump_compatible_copy
+from histcore.openai_agents._sorted_json import sorted_json
 
 __all__ = [
     "CopyModule",

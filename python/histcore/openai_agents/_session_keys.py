@@ -35,9 +35,9 @@ from itertools import repeat
 from types import ModuleType
 from typing import Any
 
-from .. import items as engine
-from ._replacements import like
-from ._sorted_json import sorted_json
+from histcore.engine import items as engine
+from histcore.openai_agents._replacements import like
+from histcore.openai_agents._sorted_json import sorted_json
 
 __all__ = [
     "CALL",

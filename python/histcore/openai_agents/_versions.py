@@ -1,7 +1,7 @@
 """Which openai-agents releases the accelerator knows, and how it recognises a helper.
 
 A helper is replaced only when its source text is one the replacement was proven
-against (differential tests in ``tests/test_openai_agents_*.py``). The digests below
+against (differential tests in ``tests/openai_agents/``). The digests below
 are of the helper groups in releases 0.22.0 to 0.24.0; a release outside
 ``SUPPORTED`` gets a warning and only the groups whose source is unchanged.
 """

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import InputItem, Session, SessionABC, SessionInputCallback, SessionSettings
-from .memory import MemorySession
-from .prepare import prepare_input_with_session, save_turn_to_session
-from .sqlite import SQLiteSession
+from histcore.sessions.base import (
+    InputItem,
+    Session,
+    SessionABC,
+    SessionInputCallback,
+    SessionSettings,
+)
+from histcore.sessions.memory import MemorySession
+from histcore.sessions.prepare import prepare_input_with_session, save_turn_to_session
+from histcore.sessions.sqlite import SQLiteSession
 
 if TYPE_CHECKING:
-    from .postgres import PostgresSession as PostgresSession
+    from histcore.sessions.postgres import PostgresSession as PostgresSession
 
 __all__ = [
     "InputItem",
@@ -34,7 +40,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # PostgresSession needs the optional postgres extra (psycopg): import it on use.
     if name == "PostgresSession":
-        from .postgres import PostgresSession as PostgresSession
+        from histcore.sessions.postgres import PostgresSession as PostgresSession
 
         return PostgresSession
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

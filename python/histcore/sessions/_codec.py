@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .._json import NULL, has_non_finite, loads_as_json, long_integer_candidates
+from histcore.engine.exact_json import NULL, has_non_finite, loads_as_json, long_integer_candidates
 
 __all__ = [
     "CorruptRow",

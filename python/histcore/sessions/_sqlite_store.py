@@ -63,11 +63,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .._gc import collector_paused
-from ..exceptions import SessionClosedError, SessionError
-from ..items import deep_copy_items
-from ._codec import CorruptRow, decode_row, decode_rows
-from ._corrupt import SkipsCorruptRows
+from histcore.engine.collector import collector_paused
+from histcore.engine.items import deep_copy_items
+from histcore.exceptions import SessionClosedError, SessionError
+from histcore.sessions._codec import CorruptRow, decode_row, decode_rows
+from histcore.sessions._corrupt import SkipsCorruptRows
 
 __all__ = ["SQLiteStore"]
 

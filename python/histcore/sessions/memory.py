@@ -10,9 +10,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .._gc import collector_paused
-from ._codec import decode_row, encode_items_utf8
-from .base import InputItem, SessionABC, SessionSettings, check_limit, resolve_limit
+from histcore.engine.collector import collector_paused
+from histcore.sessions._codec import decode_row, encode_items_utf8
+from histcore.sessions.base import (
+    InputItem,
+    SessionABC,
+    SessionSettings,
+    check_limit,
+    resolve_limit,
+)
 
 __all__ = ["MemorySession", "items_argument"]
 

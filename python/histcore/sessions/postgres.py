@@ -53,14 +53,20 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
 
 import orjson
 
-from .._cancellation import to_the_end
-from .._gc import collector_paused
-from ..exceptions import SessionClosedError, SessionError
-from ..items import deep_copy_items
-from ._codec import decode_row, decode_rows, encode_items
-from ._corrupt import SkipsCorruptRows
-from .base import InputItem, SessionSettings, _ClosableSession, check_limit, resolve_limit
-from .memory import items_argument
+from histcore._cancellation import to_the_end
+from histcore.engine.collector import collector_paused
+from histcore.engine.items import deep_copy_items
+from histcore.exceptions import SessionClosedError, SessionError
+from histcore.sessions._codec import decode_row, decode_rows, encode_items
+from histcore.sessions._corrupt import SkipsCorruptRows
+from histcore.sessions.base import (
+    InputItem,
+    SessionSettings,
+    _ClosableSession,
+    check_limit,
+    resolve_limit,
+)
+from histcore.sessions.memory import items_argument
 
 __all__ = ["PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
 

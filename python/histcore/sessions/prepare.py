@@ -13,18 +13,19 @@ import sys
 from itertools import repeat
 from typing import Any
 
-from .._gc import collector_paused
-from .._vocabulary import CALL_TO_OUTPUT_TYPE, METADATA_KEYS
-from ..exceptions import UserError
-from ..items import (
+from histcore.engine.collector import collector_paused
+from histcore.engine.items import (
     classify_callback_output,
     deduplicate_input_items_preferring_latest,
     deep_copy_items,
     drop_orphan_function_calls,
 )
-from .base import InputItem, Session, SessionInputCallback, resolve_limit
-from .memory import MemorySession
-from .sqlite import SQLiteSession
+from histcore.engine.pairing import outputs_after_calls
+from histcore.engine.vocabulary import METADATA_KEYS
+from histcore.exceptions import UserError
+from histcore.sessions.base import InputItem, Session, SessionInputCallback, resolve_limit
+from histcore.sessions.memory import MemorySession
+from histcore.sessions.sqlite import SQLiteSession
 
 __all__ = ["prepare_input_with_session", "save_turn_to_session"]
 
@@ -182,38 +183,6 @@ async def prepare_input_with_session(
     return model_input, to_persist
 
 
-def _outputs_after_calls(items: list[Any]) -> list[Any]:
-    """``items`` with every tool output that came before its call moved just after it."""
-    outputs_of: dict[Any, str] = CALL_TO_OUTPUT_TYPE
-    call_positions: dict[tuple[Any, Any], int] = {}
-    for position, item in enumerate(items):
-        if isinstance(item, dict):
-            output_type = outputs_of.get(item.get("type"))
-            call_id = item.get("call_id")
-            if output_type is not None and isinstance(call_id, str):
-                call_positions.setdefault((output_type, call_id), position)
-    if not call_positions:
-        return items
-    early: dict[int, list[Any]] = {}
-    for position, item in enumerate(items):
-        if isinstance(item, dict):
-            kind, call_id = item.get("type"), item.get("call_id")
-            call_position = call_positions.get((kind, call_id))
-            if call_position is not None and call_position > position:
-                early.setdefault(call_position, []).append(position)
-    if not early:
-        return items
-    moved = {position for positions in early.values() for position in positions}
-    ordered: list[Any] = []
-    for position, item in enumerate(items):
-        if position in moved:
-            continue
-        ordered.append(item)
-        for output_position in early.get(position, ()):
-            ordered.append(items[output_position])
-    return ordered
-
-
 async def save_turn_to_session(
     session: Session, turn_input: str | list[InputItem], new_items: list[InputItem]
 ) -> list[InputItem]:
@@ -230,7 +199,7 @@ async def save_turn_to_session(
     produced = list(new_items)
     _check_items(produced, "new_items")
     batch += _normalise_all(produced)
-    items = _outputs_after_calls(deduplicate_input_items_preferring_latest(batch))
+    items = outputs_after_calls(deduplicate_input_items_preferring_latest(batch))
     if items:
         await session.add_items(deep_copy_items(items))
     return items

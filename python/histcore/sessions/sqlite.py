@@ -16,12 +16,18 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._cancellation import to_the_end
-from ..exceptions import SessionError
-from ._codec import encode_items_utf8
-from ._sqlite_store import SQLiteStore, logger
-from .base import InputItem, SessionSettings, _ClosableSession, check_limit, resolve_limit
-from .memory import items_argument
+from histcore._cancellation import to_the_end
+from histcore.exceptions import SessionError
+from histcore.sessions._codec import encode_items_utf8
+from histcore.sessions._sqlite_store import SQLiteStore, logger
+from histcore.sessions.base import (
+    InputItem,
+    SessionSettings,
+    _ClosableSession,
+    check_limit,
+    resolve_limit,
+)
+from histcore.sessions.memory import items_argument
 
 __all__ = ["SQLiteSession"]
 

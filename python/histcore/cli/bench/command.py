@@ -1,0 +1,265 @@
+"""``histcore bench``: its arguments and what running it does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import TextIO
+
+from histcore.cli.bench.engine import (
+    DEFAULT_SIZES,
+    HUGE_SIZE,
+    OPERATIONS,
+    QUADRATIC_REFERENCE_LIMIT,
+    TARGET_SIZE,
+    Backend,
+    CorrectnessError,
+    Settings,
+    load_rust_engine,
+    run_suite,
+)
+from histcore.cli.bench.report import LINEARITY_LIMIT, Environment, render, to_json
+from histcore.cli.bench.units import size_label
+
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
+
+# The pathological shapes need a few items of structure; generated histories live in
+# memory (about 1 KB per item, more while copying).
+MIN_SIZE = 10
+MAX_SIZE = 10_000_000
+
+HELP = "time the engine on large generated histories against the OpenAI Agents SDK"
+
+DESCRIPTION = f"""\
+Time histcore's engine functions on generated, realistic conversation histories
+(user and assistant messages, reasoning items, function calls with their outputs,
+5% refreshed duplicates, texts of 50-2000 characters) and on two pathological shapes
+(many pending `program` calls; a long reasoning run before an orphan call).
+
+Each function runs on the Rust engine, the pure-Python twin and, when openai-agents
+is installed, the SDK's equivalent helper. Every result is checked against the pure
+twin before it is timed (a mismatch stops the run with exit code 1). The SDK's
+orphan pruning is quadratic on the pathological shapes, so it only runs there up
+to {QUADRATIC_REFERENCE_LIMIT} items.
+
+The table gives the median time, the SDK/histcore ratio, the time per item and, at
+{size_label(TARGET_SIZE)} items, whether the performance target is met; then the baselines
+(a bare loop reading type/id/call_id, orjson with sorted keys) and a linearity
+check (time per item across sizes >= 10^3 within {LINEARITY_LIMIT:g}x). Progress goes
+to stderr, the report to stdout.
+
+A debug build of the Rust engine is refused (exit code 2) unless --allow-debug is
+given; its numbers are then labelled as meaningless."""
+
+_FUNCTION_LINES = "\n".join(
+    f"  {name}\n      {op.summary}" + (f" (target {op.target.describe()})" if op.target else "")
+    for name, op in OPERATIONS.items()
+)
+
+EPILOG = f"""\
+functions:
+{_FUNCTION_LINES}
+
+exit codes: 0 done, 1 a result was wrong, 2 bad arguments, debug or missing build.
+
+examples:
+  histcore bench
+  histcore bench --huge --json bench.json
+  histcore bench --sizes 1e4 --functions dedupe_keys,content_keys --backend rust"""
+
+
+def _size(text: str) -> int:
+    """A history size: ``1000``, ``10_000``, ``1e5`` or ``10^5``."""
+    cleaned = text.strip().replace("_", "")
+    try:
+        if "^" in cleaned:
+            base, exponent = cleaned.split("^")
+            value = int(int(base) ** int(exponent))
+        elif "e" in cleaned.lower():
+            number = float(cleaned)
+            if not number.is_integer():
+                raise ValueError
+            value = int(number)
+        else:
+            value = int(cleaned)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: expected a positive whole number such as 1000, 1e5 or 10^5"
+        ) from None
+    if not MIN_SIZE <= value <= MAX_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: sizes must be between {MIN_SIZE} and {MAX_SIZE:,} items"
+        )
+    return value
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    parts = [part for part in text.split(",") if part.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("expected at least one size, e.g. 1000,10000")
+    return tuple(_size(part) for part in parts)
+
+
+def _functions(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [name for name in names if name not in OPERATIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown function(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
+            f"choose from {', '.join(OPERATIONS)}"
+        )
+    return names
+
+
+def _repeat(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid repeat {text!r}: expected an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid repeat {text!r}: must be at least 1")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    default_sizes = ",".join(map(str, DEFAULT_SIZES))
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=DEFAULT_SIZES,
+        metavar="N[,N...]",
+        help=f"history sizes in items (default {default_sizes})",
+    )
+    parser.add_argument(
+        "--huge", action="store_true", help=f"also run {HUGE_SIZE:,} items (takes minutes)"
+    )
+    parser.add_argument(
+        "--functions",
+        type=_functions,
+        default=tuple(OPERATIONS),
+        metavar="NAME[,NAME...]",
+        help="only these functions (default all; listed below)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=5,
+        metavar="N",
+        help="samples per measurement, median reported (default 5; slow calls take fewer)",
+    )
+    parser.add_argument(
+        "--json", metavar="PATH", help="also write every sample and verdict as JSON to PATH"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("rust", "python", "both"),
+        default="both",
+        help="histcore engine(s) to time (default both; the pure twin always runs once "
+        "as the correctness oracle)",
+    )
+    parser.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="do not run the openai-agents helpers",
+    )
+    parser.add_argument(
+        "--openai-agents",
+        action="store_true",
+        help="instead of the engine suite, time a multi-turn openai-agents conversation on "
+        "a SQLite session with and without histcore.openai_agents.install(), and its "
+        "helpers (sizes default to 10,000 and 100,000 items)",
+    )
+    parser.add_argument(
+        "--allow-debug",
+        action="store_true",
+        help="time a debug build of the Rust engine anyway (output labelled meaningless)",
+    )
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"histcore bench: error: {message}", file=sys.stderr)
+    return code
+
+
+class _StderrProgress:
+    """``[3/24] dedupe_keys rust 10^5 ... 1.2 ms`` lines on stderr."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def start(self, index: int, total: int, label: str) -> None:
+        self._stream.write(f"[{index}/{total}] {label} ... ")
+        self._stream.flush()
+
+    def finish(self, outcome: str) -> None:
+        self._stream.write(outcome + "\n")
+        self._stream.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    sizes: tuple[int, ...] = args.sizes + ((HUGE_SIZE,) if args.huge else ())
+    backends: tuple[Backend, ...] = (
+        ("rust", "python") if args.backend == "both" else (args.backend,)
+    )
+    json_path: str | None = args.json
+    if json_path is not None:
+        # Checked first, so a long run is not lost to a typo in the output path.
+        directory = os.path.dirname(os.path.abspath(json_path))
+        if not os.path.isdir(directory):
+            return _fail(f"--json: directory {os.path.dirname(json_path)!r} does not exist")
+        if os.path.isdir(json_path):
+            return _fail(f"--json: {json_path!r} is a directory")
+
+    rust = None
+    build_profile: str | None = None
+    if "rust" in backends:
+        rust = load_rust_engine()
+        if rust is None:
+            return _fail(
+                "the Rust engine (histcore._core) is not built: build a release wheel "
+                "(pip install .), or time only the pure twin with --backend python"
+            )
+        build_profile = str(getattr(rust, "build_profile", "unknown"))
+        if build_profile != "release" and not args.allow_debug:
+            return _fail(
+                f"refusing to time a {build_profile} build of the Rust engine "
+                f"(histcore._core.build_profile = {build_profile!r}): its numbers would be "
+                "meaningless. Build a release wheel (pip install .), or pass --allow-debug "
+                "to run anyway with the output labelled as debug."
+            )
+
+    if args.openai_agents:
+        from histcore.cli.bench import sdk_conversation
+
+        sdk_sizes = sizes if args.sizes != DEFAULT_SIZES else sdk_conversation.DEFAULT_SIZES
+        return sdk_conversation.run_cli(
+            sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path
+        )
+
+    settings = Settings(
+        sizes=sizes,
+        operations=args.functions,
+        backends=backends,
+        repeat=args.repeat,
+        reference=not args.no_reference,
+    )
+    try:
+        result = run_suite(settings, _StderrProgress(sys.stderr), rust=rust)
+    except CorrectnessError as exc:
+        return _fail(str(exc), code=1)
+    environment = Environment.current(build_profile, result.sdk_version)
+    print(render(result, environment))
+    if json_path is not None:
+        try:
+            with open(json_path, "w", encoding="utf-8") as out:
+                json.dump(to_json(result, environment), out, indent=2)
+                out.write("\n")
+        except OSError as exc:
+            return _fail(f"could not write --json {json_path!r}: {exc}", code=1)
+        print(f"histcore bench: wrote {json_path}", file=sys.stderr)
+    return 0

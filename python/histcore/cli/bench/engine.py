@@ -1,0 +1,551 @@
+"""The engine benchmark suite: what is timed, on which histories, and against what.
+
+Each operation runs on the Rust engine, on the pure twin and (when ``openai-agents``
+is installed) on the SDK's equivalent helper. Before an implementation is timed its
+result is checked against the pure twin, the executable specification: list results
+must hold the very same objects, keys and positions must be equal, deep copies must
+be equal and independent. The SDK's dedupe and orphan-pruning results must also equal
+the pure twin's.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Literal, Protocol
+
+from histcore.cli.bench.generate import generate_history, pending_programs, reasoning_run
+from histcore.cli.bench.reference import Reference, bare_loop, load_reference, orjson_sort_keys
+from histcore.cli.bench.timing import Timing, measure, measure_interleaved, timed_call
+from histcore.cli.bench.units import format_seconds, size_label
+from histcore.engine import pure as _pure
+
+__all__ = [
+    "BASELINES",
+    "Backend",
+    "DEFAULT_SIZES",
+    "HUGE_SIZE",
+    "OPERATIONS",
+    "QUADRATIC_REFERENCE_LIMIT",
+    "SHAPES",
+    "TARGET_SIZE",
+    "BaselineResult",
+    "CaseResult",
+    "CorrectnessError",
+    "Implementation",
+    "Operation",
+    "Progress",
+    "Settings",
+    "SuiteResult",
+    "Target",
+    "Workload",
+    "load_rust_engine",
+    "make_workload",
+    "run_suite",
+    "verify",
+]
+
+Items = list[Any]
+Backend = Literal["rust", "python"]
+Implementation = Literal["rust", "python", "sdk"]
+
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+HUGE_SIZE = 1_000_000
+#: The performance targets are stated for histories of this many items.
+TARGET_SIZE = 100_000
+#: The SDK's orphan pruning is quadratic on the pathological shapes (a scan of the
+#: whole list per pending program, a forward scan per reasoning item); beyond this
+#: size one call would run for minutes, so its column is left empty there.
+QUADRATIC_REFERENCE_LIMIT = 1_000
+# How many items the turn being classified brings; every 100th history copy is
+# handed back by the callback as an equal reconstruction.
+NEW_TURN_ITEMS = 8
+RECONSTRUCT_EVERY = 100
+SEED = 0
+
+SHAPES: dict[str, Callable[[int, int], Items]] = {
+    "history": generate_history,
+    "pending_programs": pending_programs,
+    "reasoning_run": reasoning_run,
+}
+
+
+class CorrectnessError(AssertionError):
+    """An implementation returned a wrong result; nothing of it was timed."""
+
+
+# --- workloads ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallbackInput:
+    """What a session input callback received (copies) and what it returned."""
+
+    history: Items
+    new_items: Items
+    combined: Items
+    expected: tuple[list[int], list[int]]
+
+
+@dataclass
+class Workload:
+    """Generated items of one shape and size (and, lazily, the callback input)."""
+
+    shape: str
+    size: int
+    items: Items
+    _callback: CallbackInput | None = field(default=None, repr=False)
+
+    @property
+    def callback(self) -> CallbackInput:
+        if self._callback is None:
+            self._callback = _callback_input(self.items)
+        return self._callback
+
+
+def make_workload(shape: str, size: int, seed: int = SEED) -> Workload:
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; expected one of {', '.join(SHAPES)}")
+    return Workload(shape=shape, size=size, items=SHAPES[shape](size, seed))
+
+
+def _callback_input(stored: Items) -> CallbackInput:
+    """A turn whose callback returns history + new items, some history rebuilt as copies."""
+    history = _pure.deep_copy_items(stored)
+    new_items = _pure.deep_copy_items(generate_history(NEW_TURN_ITEMS, SEED + 1))
+    combined = [
+        dict(item) if index % RECONSTRUCT_EVERY == RECONSTRUCT_EVERY // 2 else item
+        for index, item in enumerate(history)
+    ]
+    combined += new_items
+    expected = (
+        list(range(len(history))),
+        list(range(len(history), len(history) + len(new_items))),
+    )
+    return CallbackInput(history, new_items, combined, expected)
+
+
+# --- operations ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A performance goal at ``TARGET_SIZE`` items for the Rust engine."""
+
+    speedup: float
+    """Minimum SDK median / Rust median."""
+    baseline: str | None = None
+    """A baseline the Rust median is compared with, and the maximum ratio to it."""
+    baseline_factor: float = 0.0
+
+    def describe(self) -> str:
+        text = f">={self.speedup:g}x SDK"
+        if self.baseline is not None:
+            text += f", <={self.baseline_factor:g}x {self.baseline}"
+        return text
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One engine function as benchmarked: how to call it on each implementation."""
+
+    name: str
+    summary: str
+    engine: Callable[[ModuleType, Workload], object]
+    reference: Callable[[Reference, Workload], object] | None
+    result_kind: Literal["objects", "values", "copies"]
+    """How results are compared: same objects, equal values, or equal independent copies."""
+    reference_comparable: bool
+    """Whether the SDK's result must equal the pure twin's."""
+    target: Target | None
+    shapes: tuple[str, ...] = ("history",)
+    quadratic_reference_shapes: tuple[str, ...] = ()
+    """Shapes on which the SDK's helper is quadratic (run only up to a limit)."""
+
+
+_SDK_LOOP_TARGET = Target(15.0, "bare_loop", 2.0)
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation(
+            "dedupe_key",
+            "dedupe_key(item) called per item in a Python loop",
+            lambda engine, w: [engine.dedupe_key(item) for item in w.items],
+            lambda sdk, w: sdk.dedupe_keys(w.items),
+            "values",
+            True,
+            Target(15.0),
+        ),
+        Operation(
+            "dedupe_keys",
+            "dedupe_key over all items in one call",
+            lambda engine, w: engine.dedupe_keys(w.items),
+            lambda sdk, w: sdk.dedupe_keys(w.items),
+            "values",
+            True,
+            _SDK_LOOP_TARGET,
+        ),
+        Operation(
+            "deduplicate_input_items",
+            "first-wins dedupe",
+            lambda engine, w: engine.deduplicate_input_items(w.items),
+            lambda sdk, w: sdk.deduplicate_input_items(w.items),
+            "objects",
+            True,
+            _SDK_LOOP_TARGET,
+        ),
+        Operation(
+            "deduplicate_input_items_preferring_latest",
+            "latest-value dedupe with call anchoring",
+            lambda engine, w: engine.deduplicate_input_items_preferring_latest(w.items),
+            lambda sdk, w: sdk.deduplicate_input_items_preferring_latest(w.items),
+            "objects",
+            True,
+            _SDK_LOOP_TARGET,
+            ("history", "pending_programs", "reasoning_run"),
+        ),
+        Operation(
+            "drop_orphan_function_calls",
+            "orphan tool-call pruning",
+            lambda engine, w: engine.drop_orphan_function_calls(w.items),
+            lambda sdk, w: sdk.drop_orphan_function_calls(w.items),
+            "objects",
+            True,
+            _SDK_LOOP_TARGET,
+            ("history", "pending_programs", "reasoning_run"),
+            ("pending_programs", "reasoning_run"),
+        ),
+        Operation(
+            "content_keys",
+            "content_key over all items (SDK: json.dumps(sort_keys=True) per item)",
+            lambda engine, w: engine.content_keys(w.items),
+            lambda sdk, w: sdk.content_keys(w.items),
+            "values",
+            False,
+            Target(10.0, "orjson_sort_keys", 1.0),
+        ),
+        Operation(
+            "deep_copy_items",
+            "independent deep copy (SDK: copy.deepcopy)",
+            lambda engine, w: engine.deep_copy_items(w.items),
+            lambda sdk, w: sdk.deep_copy_items(w.items),
+            "copies",
+            True,
+            Target(8.0),
+        ),
+        Operation(
+            "classify_callback_output",
+            "session-callback classification of history + new items (size = history)",
+            lambda engine, w: engine.classify_callback_output(
+                w.callback.history, w.callback.new_items, w.callback.combined
+            ),
+            lambda sdk, w: sdk.classify_callback_output(
+                w.callback.history, w.callback.new_items, w.callback.combined
+            ),
+            "values",
+            True,
+            Target(10.0),
+        ),
+    )
+}
+
+BASELINES: dict[str, Callable[[Items], object]] = {
+    "bare_loop": bare_loop,
+    "orjson_sort_keys": orjson_sort_keys,
+}
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def verify(kind: str, result: object, expected: object, items: Items) -> str | None:
+    """Why ``result`` differs from the ``expected`` one, or None when it matches."""
+    if kind == "objects":
+        if not isinstance(result, list) or not isinstance(expected, list):
+            return f"expected a list, got {type(result).__name__}"
+        if len(result) != len(expected):
+            return f"{len(result)} items instead of {len(expected)}"
+        for index, (got, want) in enumerate(zip(result, expected, strict=True)):
+            if got is not want:
+                return f"position {index} holds {_describe(got)}, not the object {_describe(want)}"
+        return None
+    if kind == "copies":
+        if not isinstance(result, list) or result != expected or len(result) != len(items):
+            return "the copy is not equal to the items"
+        if any(
+            copy is item
+            for copy, item in zip(result, items, strict=True)
+            if not isinstance(item, str)
+        ):
+            return "the copy shares an item with the input"
+        return None
+    if result != expected:
+        if isinstance(result, (list, tuple)) and isinstance(expected, (list, tuple)):
+            for index, (got, want) in enumerate(zip(result, expected, strict=False)):
+                if got != want:
+                    return f"position {index} is {_describe(got)}, expected {_describe(want)}"
+            return f"length {len(result)} instead of {len(expected)}"
+        return f"{_describe(result)} instead of {_describe(expected)}"
+    return None
+
+
+# --- running ------------------------------------------------------------------------
+
+
+def load_rust_engine() -> ModuleType | None:
+    """The compiled engine, or None when it is not built."""
+    try:
+        return importlib.import_module("histcore._core")
+    except ModuleNotFoundError as exc:
+        if exc.name != "histcore._core":
+            raise
+        return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    operations: tuple[str, ...] = tuple(OPERATIONS)
+    backends: tuple[Backend, ...] = ("rust", "python")
+    repeat: int = 5
+    reference: bool = True
+
+
+@dataclass
+class CaseResult:
+    operation: str
+    shape: str
+    size: int
+    timings: dict[Implementation, Timing] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    baselines: dict[str, Timing] = field(default_factory=dict)
+    """The bare loop over this case's items, and the baseline its target names,
+    sampled in the same rounds as the implementations."""
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    name: str
+    size: int
+    timing: Timing
+
+
+@dataclass
+class SuiteResult:
+    settings: Settings
+    sdk_version: str | None
+    cases: list[CaseResult] = field(default_factory=list)
+    baselines: list[BaselineResult] = field(default_factory=list)
+
+
+class Progress(Protocol):
+    """Receives a line before each step, and its outcome after."""
+
+    def start(self, index: int, total: int, label: str) -> None: ...
+
+    def finish(self, outcome: str) -> None: ...
+
+
+class _Silent:
+    def start(self, index: int, total: int, label: str) -> None:
+        pass
+
+    def finish(self, outcome: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class _Case:
+    operation: Operation
+    shape: str
+    size: int
+
+    def label(self) -> str:
+        shape = "" if self.shape == "history" else f" [{self.shape}]"
+        return f"{self.operation.name}{shape} {size_label(self.size)}"
+
+
+@dataclass(frozen=True)
+class _BaselineStep:
+    name: str
+    size: int
+
+    def label(self) -> str:
+        return f"baseline {self.name} {size_label(self.size)}"
+
+
+def _reference_runs(operation: Operation, shape: str, size: int) -> bool:
+    return operation.reference is not None and (
+        shape not in operation.quadratic_reference_shapes or size <= QUADRATIC_REFERENCE_LIMIT
+    )
+
+
+def _plan(settings: Settings) -> Iterator[_Case | _BaselineStep]:
+    """Steps in run order: sizes ascending, one shape at a time (so only one large
+    generated history is alive at once), functions in their listed order."""
+    for size in sorted(set(settings.sizes)):
+        for name in BASELINES:
+            yield _BaselineStep(name, size)
+        for shape in SHAPES:
+            for name in settings.operations:
+                operation = OPERATIONS[name]
+                if shape in operation.shapes:
+                    yield _Case(operation, shape, size)
+
+
+_NAMES: dict[str, str] = {"rust": "rust", "python": "pure", "sdk": "SDK"}
+
+
+def run_suite(
+    settings: Settings,
+    progress: Progress | None = None,
+    *,
+    rust: ModuleType | None = None,
+) -> SuiteResult:
+    """Run every step of ``settings``; raise CorrectnessError before timing a wrong result.
+
+    ``rust`` is the compiled engine (needed when "rust" is among the backends). The
+    pure twin runs once per case as the oracle even when it is not timed.
+    """
+    if "rust" in settings.backends and rust is None:
+        raise ValueError("the rust backend was requested but no compiled engine was given")
+    progress = progress or _Silent()
+    reference = load_reference() if settings.reference else None
+    result = SuiteResult(settings, reference.version if reference else None)
+    steps = list(_plan(settings))
+    workload: Workload | None = None
+    for index, step in enumerate(steps, 1):
+        progress.start(index, len(steps), step.label())
+        shape = "history" if isinstance(step, _BaselineStep) else step.shape
+        if workload is None or (workload.shape, workload.size) != (shape, step.size):
+            workload = None  # free the previous history before generating the next
+            workload = make_workload(shape, step.size)
+        if isinstance(step, _BaselineStep):
+            baseline = _bind_baseline(step.name, workload)
+            _, first = timed_call(baseline)
+            timing = measure(baseline, settings.repeat, first)
+            result.baselines.append(BaselineResult(step.name, step.size, timing))
+            progress.finish(format_seconds(timing.median))
+            continue
+        case = _run_case(step, workload, settings, rust, reference)
+        result.cases.append(case)
+        progress.finish(
+            ", ".join(
+                f"{_NAMES[name]} {format_seconds(t.median)}" for name, t in case.timings.items()
+            )
+        )
+    result.cases.sort(key=_report_order)
+    return result
+
+
+def _report_order(case: CaseResult) -> tuple[int, int, int]:
+    """Size, then function, then shape, so a function's shapes sit together."""
+    return (case.size, list(OPERATIONS).index(case.operation), list(SHAPES).index(case.shape))
+
+
+def _run_case(
+    case: _Case,
+    workload: Workload,
+    settings: Settings,
+    rust: ModuleType | None,
+    reference: Reference | None,
+) -> CaseResult:
+    """Check every implementation's result, then sample them in interleaved rounds.
+
+    Interleaving exposes all implementations and the baselines to the same machine
+    conditions, so their ratios hold up on a busy machine.
+    """
+    operation = case.operation
+    result = CaseResult(operation.name, case.shape, case.size)
+    expected, oracle_seconds = _oracle(case, workload)
+    implementations: list[Implementation] = list(settings.backends)
+    if reference is not None:
+        if _reference_runs(operation, case.shape, case.size):
+            implementations.append("sdk")
+        else:
+            result.notes.append(
+                f"SDK not run above {QUADRATIC_REFERENCE_LIMIT} items on {case.shape}: "
+                "its helper is quadratic there"
+            )
+    calls: dict[str, Callable[[], object]] = {}
+    first_seconds: dict[str, float] = {}
+    for implementation in implementations:
+        call = _bind(implementation, operation, workload, rust, reference)
+        if implementation == "python":
+            first = oracle_seconds
+        else:
+            got, first = timed_call(call)
+            _check(case, implementation, got, expected, workload)
+            del got
+        calls[implementation], first_seconds[implementation] = call, first
+    del expected
+    baselines = ["bare_loop"]
+    target = operation.target
+    if target is not None and target.baseline is not None and target.baseline not in baselines:
+        baselines.append(target.baseline)
+    for name in baselines:
+        calls[name] = _bind_baseline(name, workload)
+        _, first_seconds[name] = timed_call(calls[name])
+    timings = measure_interleaved(calls, first_seconds, settings.repeat)
+    result.timings = {name: timings[name] for name in implementations}
+    result.baselines = {name: timings[name] for name in baselines}
+    return result
+
+
+def _bind_baseline(name: str, workload: Workload) -> Callable[[], object]:
+    baseline = BASELINES[name]
+    return lambda: baseline(workload.items)
+
+
+def _oracle(case: _Case, workload: Workload) -> tuple[object, float]:
+    """The pure twin's result (the specification) and how long it took."""
+    expected, seconds = timed_call(_bind("python", case.operation, workload, None, None))
+    if case.operation.name == "classify_callback_output":
+        # The workload is built so the right answer is known: hold the twin to it too.
+        _check(
+            case, "python", expected, workload.callback.expected, workload, "the expected answer"
+        )
+    return expected, seconds
+
+
+def _bind(
+    implementation: Implementation,
+    operation: Operation,
+    workload: Workload,
+    rust: ModuleType | None,
+    reference: Reference | None,
+) -> Callable[[], object]:
+    if implementation == "sdk":
+        sdk_call = operation.reference
+        if sdk_call is None or reference is None:
+            raise ValueError(f"{operation.name} has no SDK reference to run")
+        sdk = reference
+        return lambda: sdk_call(sdk, workload)
+    engine = _pure if implementation == "python" else rust
+    if engine is None:
+        raise ValueError("the rust backend is not available")
+    return lambda: operation.engine(engine, workload)
+
+
+def _check(
+    case: _Case,
+    implementation: Implementation,
+    got: object,
+    expected: object,
+    workload: Workload,
+    expected_from: str = "the pure twin",
+) -> None:
+    operation = case.operation
+    if implementation == "sdk" and not operation.reference_comparable:
+        return
+    problem = verify(operation.result_kind, got, expected, workload.items)
+    if problem is not None:
+        raise CorrectnessError(
+            f"{operation.name} ({implementation}, {case.shape}, {case.size} items) "
+            f"disagrees with {expected_from}: {problem}; it was not timed"
+        )

@@ -1,0 +1,409 @@
+"""Turning a suite run into the printed table and the JSON document.
+
+The table has one row per function, shape and size: the median of the Rust engine,
+the pure twin and the SDK, the SDK/histcore ratio, histcore's time per item and,
+at ``TARGET_SIZE``, whether the performance target was met. Baselines and a
+linearity check (time per item across sizes) follow.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from histcore import __version__
+from histcore.cli.bench.engine import (
+    OPERATIONS,
+    TARGET_SIZE,
+    BaselineResult,
+    CaseResult,
+    Implementation,
+    SuiteResult,
+)
+from histcore.cli.bench.timing import Timing
+from histcore.cli.bench.units import format_seconds, size_label
+
+__all__ = [
+    "FORMAT",
+    "LINEARITY_LIMIT",
+    "Environment",
+    "LinearityRow",
+    "linearity",
+    "render",
+    "target_verdict",
+    "to_json",
+]
+
+FORMAT = "histcore-bench/1"
+#: Largest allowed ratio of per-item times between sizes for a pass to count as linear.
+LINEARITY_LIMIT = 2.0
+# Below this size fixed per-call costs dominate, so it says nothing about growth.
+LINEARITY_MIN_SIZE = 1_000
+_COLUMN_NAMES: dict[str, str] = {
+    "rust": "rust",
+    "python": "pure",
+    "sdk": "SDK",
+    "baseline": "baseline",
+}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where and with what the numbers were taken."""
+
+    platform: str
+    cpu: str
+    cpu_count: int
+    python: str
+    histcore: str
+    build_profile: str | None
+    """The Rust engine's build profile, None when the Rust engine was not timed."""
+    sdk_version: str | None
+
+    @classmethod
+    def current(cls, build_profile: str | None, sdk_version: str | None) -> Environment:
+        return cls(
+            platform=platform.platform(),
+            cpu=_cpu_model(),
+            cpu_count=os.cpu_count() or 1,
+            python=f"{platform.python_implementation()} {platform.python_version()}",
+            histcore=__version__,
+            build_profile=build_profile,
+            sdk_version=sdk_version,
+        )
+
+    @property
+    def debug(self) -> bool:
+        return self.build_profile is not None and self.build_profile != "release"
+
+    def header(self) -> list[str]:
+        build = self.build_profile or "not timed"
+        lines = [
+            f"histcore {self.histcore} engine benchmark",
+            f"machine: {self.platform}, {self.cpu}, {self.cpu_count} CPUs",
+            f"python: {self.python}   rust engine build: {build}   "
+            f"openai-agents: {self.sdk_version or 'not installed'}",
+        ]
+        if self.debug:
+            lines.append("WARNING: DEBUG BUILD of the Rust engine - its timings are meaningless")
+        return lines
+
+
+def _primary(result: SuiteResult) -> Implementation:
+    """The histcore implementation ratios and targets are about."""
+    return "rust" if "rust" in result.settings.backends else "python"
+
+
+def _baseline_index(baselines: Sequence[BaselineResult]) -> dict[tuple[str, int], Timing]:
+    return {(b.name, b.size): b.timing for b in baselines}
+
+
+def target_verdict(
+    case: CaseResult, baselines: dict[tuple[str, int], Timing]
+) -> tuple[bool | None, str]:
+    """Whether the Rust engine met its target on ``case``: (met or None if n/a, text)."""
+    target = OPERATIONS[case.operation].target
+    rust = case.timings.get("rust")
+    if target is None or case.shape != "history" or case.size < TARGET_SIZE or rust is None:
+        return None, ""
+    sdk = case.timings.get("sdk")
+    if sdk is None:
+        return None, "n/a (no SDK)"
+    misses: list[str] = []
+    speedup = sdk.median / rust.median
+    if speedup < target.speedup:
+        misses.append(f"{speedup:.1f}x < {target.speedup:g}x SDK")
+    if target.baseline is not None:
+        # Prefer the baseline sampled alongside the implementations of this case.
+        baseline = case.baselines.get(target.baseline) or baselines.get(
+            (target.baseline, case.size)
+        )
+        if baseline is not None:
+            factor = rust.median / baseline.median
+            if factor > target.baseline_factor:
+                misses.append(f"{factor:.2f}x > {target.baseline_factor:g}x {target.baseline}")
+    if misses:
+        return False, "MISS: " + "; ".join(misses)
+    return True, f"ok ({target.describe()})"
+
+
+@dataclass(frozen=True)
+class LinearityRow:
+    operation: str
+    shape: str
+    implementation: Implementation | Literal["baseline"]
+    ns_per_item: dict[int, float]
+    floor_ns_per_item: dict[int, float]
+    """The bare loop's time per item over the same items, sampled alongside."""
+
+    @property
+    def spread(self) -> float:
+        """Largest over smallest time per item across sizes."""
+        values = self.ns_per_item.values()
+        return max(values) / min(values)
+
+    @property
+    def floor_spread(self) -> float | None:
+        """The spread of the time per item relative to the bare loop's.
+
+        Memory slows every pass over a large history, even the bare loop, and a busy
+        machine slows everything at times; this spread is what remains of the growth
+        once both are divided out.
+        """
+        relative = [
+            ns / self.floor_ns_per_item[size]
+            for size, ns in self.ns_per_item.items()
+            if size in self.floor_ns_per_item
+        ]
+        return max(relative) / min(relative) if len(relative) >= 2 else None
+
+    @property
+    def linear(self) -> bool:
+        return self.spread <= LINEARITY_LIMIT
+
+    def verdict(self) -> str:
+        if self.implementation == "baseline":
+            return "-"
+        if self.linear:
+            return "linear"
+        floor_spread = self.floor_spread
+        if floor_spread is not None and floor_spread <= LINEARITY_LIMIT:
+            return "linear vs bare loop"
+        return "NOT LINEAR"
+
+
+def _ns_per_item(timing: Timing, size: int) -> float:
+    return timing.median / size * 1e9
+
+
+def linearity(result: SuiteResult) -> list[LinearityRow]:
+    """Per-item time across sizes (>= 10^3) of every pass timed at two sizes or more."""
+    per_item: dict[tuple[str, str, Implementation], dict[int, float]] = {}
+    floors: dict[tuple[str, str], dict[int, float]] = {}
+    for case in result.cases:
+        if case.size < LINEARITY_MIN_SIZE:
+            continue
+        implementation: Implementation
+        for implementation in ("rust", "python"):
+            timing = case.timings.get(implementation)
+            if timing is not None:
+                key = (case.operation, case.shape, implementation)
+                per_item.setdefault(key, {})[case.size] = _ns_per_item(timing, case.size)
+        floor = case.baselines.get("bare_loop")
+        if floor is not None:
+            floors.setdefault((case.operation, case.shape), {})[case.size] = _ns_per_item(
+                floor, case.size
+            )
+    rows = [
+        LinearityRow(operation, shape, implementation, sizes, floors.get((operation, shape), {}))
+        for (operation, shape, implementation), sizes in per_item.items()
+        if len(sizes) >= 2
+    ]
+    # The baselines themselves show how much growth the machine's memory alone causes.
+    per_baseline: dict[str, dict[int, float]] = {}
+    for baseline in result.baselines:
+        if baseline.size >= LINEARITY_MIN_SIZE:
+            per_baseline.setdefault(baseline.name, {})[baseline.size] = _ns_per_item(
+                baseline.timing, baseline.size
+            )
+    rows += [
+        LinearityRow(name, "history", "baseline", sizes, per_baseline.get("bare_loop", {}))
+        for name, sizes in per_baseline.items()
+        if len(sizes) >= 2
+    ]
+    return rows
+
+
+def _case_name(case: CaseResult) -> str:
+    return case.operation if case.shape == "history" else f"{case.operation} [{case.shape}]"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
+    """Aligned text columns: the first ``left`` left-aligned, the rest right-aligned."""
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.ljust(width) if index < left else cell.rjust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return [line(headers), "  ".join("-" * width for width in widths), *map(line, rows)]
+
+
+def render(result: SuiteResult, environment: Environment) -> str:
+    """The human-readable report: header, results, baselines, linearity, notes."""
+    primary = _primary(result)
+    primary_name = _COLUMN_NAMES[primary]
+    baselines = _baseline_index(result.baselines)
+    notes: dict[str, int] = {}  # note text -> its footnote number
+    rows: list[list[str]] = []
+    for case in result.cases:
+        cells = [_case_name(case), size_label(case.size)]
+        for implementation in ("rust", "python", "sdk"):
+            timing = case.timings.get(implementation)
+            if timing is not None:
+                cells.append(format_seconds(timing.median))
+            elif implementation == "sdk" and case.notes:
+                numbers = [notes.setdefault(note, len(notes) + 1) for note in case.notes]
+                cells.append("skipped" + "".join(f"[{number}]" for number in numbers))
+            else:
+                cells.append("-")
+        own, sdk = case.timings.get(primary), case.timings.get("sdk")
+        cells.append(f"{sdk.median / own.median:.1f}x" if own and sdk else "-")
+        cells.append(f"{own.median / case.size * 1e9:.0f}" if own else "-")
+        cells.append(target_verdict(case, baselines)[1])
+        rows.append(cells)
+    lines = list(environment.header())
+    lines.append(
+        f"median of up to {result.settings.repeat} samples (time.perf_counter); "
+        f"targets checked at {size_label(TARGET_SIZE)} items"
+    )
+    lines.append("")
+    headers = [
+        "function",
+        "size",
+        "rust",
+        "pure",
+        "SDK",
+        f"SDK/{primary_name}",
+        f"{primary_name} ns/item",
+        "target",
+    ]
+    lines += _table(headers, rows, left=1)
+    if result.baselines:
+        lines += ["", "baselines (the floor a pass over the items cannot beat):"]
+        lines += _table(
+            ["baseline", "size", "median", "ns/item"],
+            [
+                [
+                    b.name,
+                    size_label(b.size),
+                    format_seconds(b.timing.median),
+                    f"{b.timing.median / b.size * 1e9:.0f}",
+                ]
+                for b in result.baselines
+            ],
+        )
+    rows_linear = linearity(result)
+    if rows_linear:
+        lines += [
+            "",
+            f"linearity (ns/item across sizes; linear when max/min <= {LINEARITY_LIMIT:g}, "
+            "also checked relative to the bare loop at each size):",
+        ]
+        sizes = sorted({size for row in rows_linear for size in row.ns_per_item})
+        lines += _table(
+            ["function", "engine", *map(size_label, sizes), "max/min", "vs bare loop", "verdict"],
+            [
+                [
+                    _case_name(CaseResult(row.operation, row.shape, 0)),
+                    _COLUMN_NAMES[row.implementation],
+                    *(f"{row.ns_per_item[s]:.0f}" if s in row.ns_per_item else "-" for s in sizes),
+                    f"{row.spread:.2f}",
+                    "-" if row.floor_spread is None else f"{row.floor_spread:.2f}",
+                    row.verdict(),
+                ]
+                for row in rows_linear
+            ],
+            left=2,
+        )
+    if notes:
+        lines.append("")
+        lines += [f"[{number}] {note}" for note, number in notes.items()]
+    return "\n".join(lines)
+
+
+def _timing_json(timing: Timing, size: int) -> dict[str, Any]:
+    return {**timing.to_json(), "ns_per_item": _ns_per_item(timing, size)}
+
+
+def to_json(result: SuiteResult, environment: Environment) -> dict[str, Any]:
+    """Everything the table shows, with every sample, as plain JSON data."""
+    baselines = _baseline_index(result.baselines)
+    settings = result.settings
+    cases = []
+    for case in result.cases:
+        met, verdict = target_verdict(case, baselines)
+        target = OPERATIONS[case.operation].target
+        sdk = case.timings.get("sdk")
+        cases.append(
+            {
+                "function": case.operation,
+                "shape": case.shape,
+                "size": case.size,
+                "timings": {
+                    name: _timing_json(timing, case.size) for name, timing in case.timings.items()
+                },
+                "sdk_over_rust": _ratio(sdk, case.timings.get("rust")),
+                "sdk_over_python": _ratio(sdk, case.timings.get("python")),
+                "target": {
+                    "description": target.describe() if target else None,
+                    "met": met,
+                    "verdict": verdict,
+                },
+                "notes": list(case.notes),
+                "baselines": {
+                    name: _timing_json(timing, case.size) for name, timing in case.baselines.items()
+                },
+            }
+        )
+    return {
+        "format": FORMAT,
+        "environment": {
+            "platform": environment.platform,
+            "cpu": environment.cpu,
+            "cpu_count": environment.cpu_count,
+            "python": environment.python,
+            "histcore": environment.histcore,
+            "build_profile": environment.build_profile,
+            "openai_agents": environment.sdk_version,
+        },
+        "debug_build": environment.debug,
+        "settings": {
+            "sizes": sorted(set(settings.sizes)),
+            "functions": list(settings.operations),
+            "backends": list(settings.backends),
+            "repeat": settings.repeat,
+            "reference": settings.reference,
+            "target_size": TARGET_SIZE,
+        },
+        "cases": cases,
+        "baselines": [
+            {"name": b.name, "size": b.size, **_timing_json(b.timing, b.size)}
+            for b in result.baselines
+        ],
+        "linearity": [
+            {
+                "function": row.operation,
+                "shape": row.shape,
+                "implementation": row.implementation,
+                "ns_per_item": {str(size): ns for size, ns in sorted(row.ns_per_item.items())},
+                "spread": row.spread,
+                "spread_vs_bare_loop": row.floor_spread,
+                "linear": row.linear,
+                "verdict": row.verdict(),
+            }
+            for row in linearity(result)
+        ],
+    }
+
+
+def _ratio(numerator: Timing | None, denominator: Timing | None) -> float | None:
+    if numerator is None or denominator is None:
+        return None
+    return numerator.median / denominator.median

@@ -1,0 +1,553 @@
+"""``histcore bench --openai-agents``: SDK conversation turns over large SQLite sessions.
+
+For each session size (default 10^4 and 10^5 items) one run times:
+
+* a conversation turn of the OpenAI Agents SDK's own ``Runner`` (a scripted model that
+  calls a function tool, then answers; an ``SQLiteSession`` in a file; a
+  ``session_input_callback``), without and with ``histcore.openai_agents.install()``,
+  alternating so both see the same machine load;
+* each replaced helper on the same history, the SDK's own against histcore's.
+
+Correctness comes first: a plain and an installed turn, each on its own copy of the
+store, must leave identical session contents, send identical model inputs and give the
+same final output; every helper's result is compared with the SDK's. A mismatch stops
+the run (``CorrectnessError``).
+
+This module imports the SDK, so the command line imports it only for
+``--openai-agents``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import gc
+import importlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO, cast
+
+from agents import Agent, FunctionTool, ModelSettings, RunConfig, Runner, SQLiteSession
+from agents import function_tool as sdk_function_tool
+from agents.items import ModelResponse, TResponseInputItem
+from agents.models.fake_id import FAKE_RESPONSES_ID
+from agents.models.interface import Model, ModelTracing
+from agents.run_internal import items as sdk_items
+from agents.run_internal import session_persistence as sdk_session
+from agents.usage import Usage
+from agents.util import _json as sdk_json
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputItem,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+)
+from openai.types.responses.response_reasoning_item import Summary
+
+from histcore import BACKEND, __version__
+from histcore import openai_agents as accelerator
+from histcore.cli.bench.generate import generate_history
+from histcore.cli.bench.timing import Timing, measure_interleaved, timed_call
+from histcore.cli.bench.units import format_seconds, size_label
+from histcore.engine import items as engine
+from histcore.openai_agents import _replacements as fast
+from histcore.openai_agents import _session_keys as session_keys
+from histcore.openai_agents._versions import sdk_version
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "TARGET_SIZE",
+    "TARGET_SPEEDUP",
+    "CorrectnessError",
+    "HelperTiming",
+    "ScriptedModel",
+    "SdkBenchResult",
+    "TurnTiming",
+    "build_store",
+    "conversation_agent",
+    "keep_history",
+    "render",
+    "run_benchmark",
+    "run_cli",
+    "run_turn",
+    "to_json",
+]
+
+DEFAULT_SIZES = (10_000, 100_000)
+TARGET_SIZE = 100_000
+TARGET_SPEEDUP = 3.0
+FORMAT = "histcore-bench-openai-agents/1"
+SESSION_ID = "bench"
+
+
+class CorrectnessError(Exception):
+    """The accelerated SDK did something the plain SDK did not."""
+
+
+# --- the conversation --------------------------------------------------------------
+
+
+def _input_snapshot(value: str | list[TResponseInputItem]) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+class ScriptedModel(Model):
+    """A model that needs no network: it answers from the shape of its input.
+
+    A user message gets a reasoning item and one function call per ``" and "``-separated
+    city in the text; the tool outputs get an assistant message naming how many input
+    items it saw (so any difference in model input shows up in the transcript). Every
+    third answer carries the SDK's placeholder id, as providers without item ids do.
+    Ids are counters, so two runs of one script are identical. ``inputs`` records
+    what each call received, as JSON text.
+    """
+
+    def __init__(self, record: bool = True) -> None:
+        self.responses = 0
+        #: with ``record``, each input as JSON text; off for timing (it is costly)
+        self.record = record
+        self.inputs: list[str] = []
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: Any,
+    ) -> ModelResponse:
+        if self.record:
+            self.inputs.append(_input_snapshot(input))
+        self.responses += 1
+        turn = self.responses
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else input
+        last = items[-1] if items else {}
+        output: list[ResponseOutputItem]
+        if isinstance(last, dict) and last.get("type") == "function_call_output":
+            text = f"answer {turn}: saw {len(items)} items, last call {last.get('call_id')}"
+            output = [
+                ResponseOutputMessage(
+                    id=FAKE_RESPONSES_ID if turn % 3 == 0 else f"msg_{turn}",
+                    type="message",
+                    role="assistant",
+                    status="completed",
+                    content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
+                )
+            ]
+        else:
+            content = last.get("content") if isinstance(last, dict) else None
+            cities = str(content or "Paris").split(" and ")
+            output = [
+                ResponseReasoningItem(
+                    id=f"rs_{turn}",
+                    type="reasoning",
+                    summary=[Summary(type="summary_text", text=f"look up {len(cities)}")],
+                )
+            ]
+            output += [
+                ResponseFunctionToolCall(
+                    id=f"fc_{turn}_{index}",
+                    type="function_call",
+                    call_id=f"call_{turn}_{index}",
+                    name="lookup",
+                    arguments=json.dumps({"city": city.strip()}),
+                    status="completed",
+                )
+                for index, city in enumerate(cities)
+            ]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("ScriptedModel does not stream")
+
+
+def _lookup(city: str) -> str:
+    """Look up the weather in a city."""
+    return f"sunny in {city}"
+
+
+def lookup_tool() -> FunctionTool:
+    return sdk_function_tool(_lookup, name_override="lookup")
+
+
+def conversation_agent(model: Model) -> Agent[Any]:
+    return Agent(
+        name="assistant", instructions="Answer briefly.", model=model, tools=[lookup_tool()]
+    )
+
+
+def keep_history(history: list[Any], new_items: list[Any]) -> list[Any]:
+    """A session_input_callback keeping the whole history, the new input last."""
+    return history + new_items
+
+
+def run_config(callback: Callable[[list[Any], list[Any]], list[Any]] = keep_history) -> RunConfig:
+    return RunConfig(session_input_callback=callback, tracing_disabled=True)
+
+
+async def run_turn(
+    path: str, message: str, model: ScriptedModel | None = None, session_id: str = SESSION_ID
+) -> str:
+    """One user turn on the store at ``path``; returns the final output."""
+    session = SQLiteSession(session_id, path)
+    try:
+        result = await Runner.run(
+            conversation_agent(model or ScriptedModel(record=False)),
+            message,
+            session=session,
+            run_config=run_config(),
+        )
+    finally:
+        session.close()
+    return str(result.final_output)
+
+
+def build_store(path: str, size: int, seed: int = 0) -> None:
+    """An SDK SQLite store at ``path`` holding ``size`` generated history items."""
+
+    async def fill() -> None:
+        session = SQLiteSession(SESSION_ID, path)
+        try:
+            await session.add_items(cast(list[TResponseInputItem], generate_history(size, seed)))
+        finally:
+            session.close()
+
+    asyncio.run(fill())
+
+
+async def _stored_items(path: str) -> list[Any]:
+    session = SQLiteSession(SESSION_ID, path)
+    try:
+        return await session.get_items()
+    finally:
+        session.close()
+
+
+# --- results -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnTiming:
+    size: int
+    plain: Timing
+    installed: Timing
+
+    @property
+    def speedup(self) -> float:
+        return self.plain.median / self.installed.median
+
+
+@dataclass(frozen=True)
+class HelperTiming:
+    name: str
+    size: int
+    sdk: Timing
+    histcore: Timing
+
+    @property
+    def speedup(self) -> float:
+        return self.sdk.median / self.histcore.median
+
+
+@dataclass
+class SdkBenchResult:
+    sdk_version: str | None
+    backend: str
+    build_profile: str | None
+    turns: list[TurnTiming] = field(default_factory=list)
+    helpers: list[HelperTiming] = field(default_factory=list)
+    replaced: tuple[str, ...] = ()
+
+
+# --- correctness, then timing ------------------------------------------------------
+
+
+def _check_turn_pair(store: str, workdir: str, message: str) -> None:
+    plain_path = os.path.join(workdir, "plain.db")
+    fast_path = os.path.join(workdir, "installed.db")
+    shutil.copyfile(store, plain_path)
+    shutil.copyfile(store, fast_path)
+    plain_model, fast_model = ScriptedModel(), ScriptedModel()
+    accelerator.uninstall()
+    plain_answer = asyncio.run(run_turn(plain_path, message, plain_model))
+    with accelerator.installed():
+        fast_answer = asyncio.run(run_turn(fast_path, message, fast_model))
+    if plain_answer != fast_answer:
+        raise CorrectnessError(f"final output differs: {plain_answer!r} != {fast_answer!r}")
+    if plain_model.inputs != fast_model.inputs:
+        raise CorrectnessError("the model received different input with install()")
+    plain_items = asyncio.run(_stored_items(plain_path))
+    fast_items = asyncio.run(_stored_items(fast_path))
+    if json.dumps(plain_items) != json.dumps(fast_items):
+        raise CorrectnessError("the session holds different items with install()")
+    os.remove(plain_path)
+    os.remove(fast_path)
+
+
+def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTiming:
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(repeat):
+        for installed in (False, True):
+            progress.write(f"  turn {round_ + 1}/{repeat} {'installed' if installed else 'plain'}")
+            progress.flush()
+            if installed:
+                accelerator.install()
+            else:
+                accelerator.uninstall()
+            gc.collect()  # every sample starts from the same collector state
+            start = time.perf_counter()
+            asyncio.run(run_turn(store, f"Paris and Rome, round {round_}"))
+            samples[installed].append(time.perf_counter() - start)
+            progress.write(f" {format_seconds(samples[installed][-1])}\n")
+    accelerator.uninstall()
+
+    def timing(values: list[float]) -> Timing:
+        return Timing(statistics.median(values), tuple(values), 1)
+
+    return TurnTiming(size, timing(samples[False]), timing(samples[True]))
+
+
+def equal(a: Any, b: Any) -> bool:
+    return bool(a == b)
+
+
+def _same_objects(a: Any, b: Any) -> bool:
+    return isinstance(a, list) and isinstance(b, list) and list(map(id, a)) == list(map(id, b))
+
+
+def _helper_cases(
+    history: list[Any],
+) -> list[tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], bool]]]:
+    """(name, SDK call, histcore call, equal) for every replaced helper."""
+    indexes = set(range(len(history)))
+    first_wins = fast.make_deduplicate(
+        sdk_items.deduplicate_input_items, engine.deduplicate_input_items
+    )
+    latest = fast.make_deduplicate(
+        sdk_items.deduplicate_input_items_preferring_latest,
+        engine.deduplicate_input_items_preferring_latest,
+    )
+    orphans = fast.make_drop_orphan_function_calls(sdk_items.drop_orphan_function_calls)
+    key = fast.make_dedupe_key(sdk_items._dedupe_key)
+    fingerprint = fast.make_fingerprint_input_item(sdk_items.fingerprint_input_item, sdk_items)
+    session_key = session_keys.make_session_item_key(sdk_session._session_item_key, sdk_session)
+    frequency = session_keys.make_build_frequency_map(session_key)
+    to_dump = fast.make_to_dump_compatible(sdk_json._to_dump_compatible)
+    copier = fast.CopyModule(copy)
+    return [
+        (
+            "_dedupe_key (each item)",
+            lambda: list(map(sdk_items._dedupe_key, history)),
+            lambda: list(map(key, history)),
+            equal,
+        ),
+        (
+            "deduplicate_input_items",
+            lambda: sdk_items.deduplicate_input_items(history),
+            lambda: first_wins(history),
+            _same_objects,
+        ),
+        (
+            "deduplicate_input_items_preferring_latest",
+            lambda: sdk_items.deduplicate_input_items_preferring_latest(history),
+            lambda: latest(history),
+            _same_objects,
+        ),
+        (
+            "drop_orphan_function_calls",
+            lambda: sdk_items.drop_orphan_function_calls(history),
+            lambda: orphans(history),
+            _same_objects,
+        ),
+        (
+            "drop_orphan_function_calls (pruning_indexes)",
+            lambda: sdk_items.drop_orphan_function_calls(history, pruning_indexes=indexes),
+            lambda: orphans(history, pruning_indexes=indexes),
+            _same_objects,
+        ),
+        (
+            "fingerprint_input_item (each item)",
+            lambda: list(map(sdk_items.fingerprint_input_item, history)),
+            lambda: list(map(fingerprint, history)),
+            equal,
+        ),
+        (
+            "_build_frequency_map",
+            lambda: sdk_session._build_frequency_map(history),
+            lambda: frequency(history),
+            equal,
+        ),
+        (
+            "_to_dump_compatible",
+            lambda: sdk_json._to_dump_compatible(history),
+            lambda: to_dump(history),
+            equal,
+        ),
+        ("copy.deepcopy", lambda: copy.deepcopy(history), lambda: copier.deepcopy(history), equal),
+    ]
+
+
+def _time_helpers(size: int, repeat: int, progress: TextIO) -> list[HelperTiming]:
+    # As the SDK reads it back from its store: plain JSON values.
+    history = json.loads(json.dumps(generate_history(size, seed=1)))
+    timings: list[HelperTiming] = []
+    for name, sdk_call, histcore_call, equal in _helper_cases(history):
+        progress.write(f"  {name} ... ")
+        progress.flush()
+        expected, sdk_first = timed_call(sdk_call)
+        actual, fast_first = timed_call(histcore_call)
+        if not equal(expected, actual):
+            raise CorrectnessError(f"{name} at {size_label(size)} items differs from the SDK's")
+        del expected, actual
+        measured = measure_interleaved(
+            {"sdk": sdk_call, "histcore": histcore_call},
+            {"sdk": sdk_first, "histcore": fast_first},
+            repeat,
+        )
+        timing = HelperTiming(name, size, measured["sdk"], measured["histcore"])
+        timings.append(timing)
+        progress.write(f"x{timing.speedup:.1f}\n")
+    return timings
+
+
+def run_benchmark(
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    repeat: int = 3,
+    progress: TextIO | None = None,
+    workdir: str | None = None,
+) -> SdkBenchResult:
+    """Check, then time turns and helpers at each size. Raises CorrectnessError."""
+    out = progress if progress is not None else open(os.devnull, "w")  # noqa: SIM115
+    profile = None
+    if BACKEND == "rust":
+        profile = str(importlib.import_module("histcore._core").build_profile)
+    result = SdkBenchResult(sdk_version(), BACKEND, profile)
+    result.replaced = accelerator.install().replaced
+    accelerator.uninstall()
+    with tempfile.TemporaryDirectory(prefix="histcore-sdk-bench-", dir=workdir) as tmp:
+        for size in sizes:
+            out.write(f"{size_label(size)} items: building the store\n")
+            out.flush()
+            store = os.path.join(tmp, f"store-{size}.db")
+            build_store(store, size)
+            out.write("  checking a plain and an installed turn give the same results\n")
+            _check_turn_pair(store, tmp, "Lisbon and Oslo")
+            result.turns.append(_time_turns(store, size, repeat, out))
+            os.remove(store)
+            result.helpers += _time_helpers(size, repeat, out)
+    if progress is None:
+        out.close()
+    return result
+
+
+# --- report ------------------------------------------------------------------------
+
+
+def _verdict(turn: TurnTiming) -> str:
+    if turn.size != TARGET_SIZE:
+        return ""
+    return "met" if turn.speedup >= TARGET_SPEEDUP else "MISSED"
+
+
+def render(result: SdkBenchResult) -> str:
+    lines = [
+        f"histcore {__version__} (engine: {result.backend}"
+        + (f", {result.build_profile} build" if result.build_profile else "")
+        + f"), openai-agents {result.sdk_version}, Python {platform.python_version()}"
+        + f" on {platform.machine()}, {os.cpu_count()} CPUs",
+        "",
+        "SDK conversation turn: Runner.run, SQLite session file, session_input_callback,",
+        "one reasoning item + 2 function calls, then an answer (medians; GC on)",
+        f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}  "
+        f"target >= {TARGET_SPEEDUP:g}x at {size_label(TARGET_SIZE)}",
+    ]
+    for turn in result.turns:
+        lines.append(
+            f"{size_label(turn.size):>8}  {format_seconds(turn.plain.median):>10}  "
+            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x  {_verdict(turn)}"
+        )
+    lines += [
+        "",
+        "helpers on the same history (SDK's vs installed; medians; GC paused)",
+        f"{'helper':<46}  {'size':>5}  {'SDK':>9}  {'histcore':>9}  {'speedup':>7}",
+    ]
+    for helper in result.helpers:
+        lines.append(
+            f"{helper.name:<46}  {size_label(helper.size):>5}  "
+            f"{format_seconds(helper.sdk.median):>9}  {format_seconds(helper.histcore.median):>9}"
+            f"  {helper.speedup:>6.1f}x"
+        )
+    return "\n".join(lines)
+
+
+def to_json(result: SdkBenchResult) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "histcore": __version__,
+        "backend": result.backend,
+        "build_profile": result.build_profile,
+        "openai_agents": result.sdk_version,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "replaced": list(result.replaced),
+        "turns": [
+            {
+                "size": turn.size,
+                "plain": turn.plain.to_json(),
+                "installed": turn.installed.to_json(),
+                "speedup": turn.speedup,
+                "target_met": turn.speedup >= TARGET_SPEEDUP if turn.size == TARGET_SIZE else None,
+            }
+            for turn in result.turns
+        ],
+        "helpers": [
+            {
+                "name": helper.name,
+                "size": helper.size,
+                "sdk": helper.sdk.to_json(),
+                "histcore": helper.histcore.to_json(),
+                "speedup": helper.speedup,
+            }
+            for helper in result.helpers
+        ],
+    }
+
+
+def run_cli(
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    repeat: int = 3,
+    json_path: str | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """What ``histcore bench --openai-agents`` runs: 0 done, 1 a result differed."""
+    import sys
+
+    stdout = out if out is not None else sys.stdout
+    stderr = err if err is not None else sys.stderr
+    try:
+        result = run_benchmark(sizes, repeat, stderr)
+    except CorrectnessError as exc:
+        stderr.write(f"histcore bench --openai-agents: error: {exc}\n")
+        return 1
+    stdout.write(render(result) + "\n")
+    if json_path is not None:
+        with open(json_path, "w", encoding="utf-8") as handle:
+            json.dump(to_json(result), handle, indent=2)
+            handle.write("\n")
+    return 0

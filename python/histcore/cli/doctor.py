@@ -1,0 +1,559 @@
+"""``histcore doctor``: check, and with ``--fix`` repair, SQLite session stores.
+
+It reads the tables histcore and the OpenAI Agents SDK share (``agent_sessions`` and
+``agent_messages(id, session_id, message_data TEXT, created_at)``) and reports, per
+session:
+
+* rows that are not valid JSON;
+* tool outputs stored before their call;
+* duplicate tool calls, and duplicate tool outputs, for one ``call_id``;
+* calls without an output (left by a run that crashed, or one paused for approval).
+
+``--fix`` first writes a backup next to the database (sqlite3's backup API), then
+repairs every session it safely can in one transaction, by histcore's latest-value
+dedupe rules restricted to tool calls and outputs: one row per call and per output, a
+call keeping its first row and an output its last, each holding the latest content.
+Rows keep their ids (the order) and the exact stored text. A session is not touched
+when it has rows that are not JSON (their content is unknown) or when an output would
+still precede its call (the rules cannot place it); the report says so. Calls without
+an output are reported but kept: the SDK stores a call awaiting approval exactly so,
+and leaves such calls out of model input itself.
+
+Exit status: 0 nothing found (or, with ``--fix``, everything found was fixed), 1
+problems found or left, 2 the store cannot be read or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from histcore.engine import items as engine
+from histcore.engine.pairing import outputs_before_call, pair_key, tool_role
+from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
+
+__all__ = [
+    "HELP",
+    "DoctorError",
+    "Findings",
+    "SessionReport",
+    "StoreReport",
+    "add_arguments",
+    "add_doctor_parser",
+    "check_store",
+    "diagnose",
+    "main",
+    "render_json",
+    "render_text",
+    "run",
+]
+
+HELP = "check SQLite session stores for broken tool-call history (and --fix it)"
+
+SESSIONS_TABLE = "agent_sessions"
+MESSAGES_TABLE = "agent_messages"
+
+CALL_TO_OUTPUT = CALL_TO_OUTPUT_TYPE
+
+EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
+
+
+class DoctorError(Exception):
+    """The store cannot be checked (missing, not SQLite, not a session store, ...)."""
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    row_id: int
+    data: Any  # message_data exactly as stored (written back unchanged)
+    item: Any  # the decoded item, when ``valid``
+    valid: bool
+
+
+def _decode(data: Any) -> tuple[Any, bool]:
+    # As the SDK's SQLiteSession reads a row: json.loads, skipping what fails.
+    try:
+        return json.loads(data), True
+    except (ValueError, TypeError):
+        return None, False
+
+
+def _read_rows(connection: sqlite3.Connection, session_id: str) -> list[Row]:
+    cursor = connection.execute(
+        f"SELECT id, message_data FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id ASC",
+        (session_id,),
+    )
+    rows = []
+    for row_id, data in cursor.fetchall():
+        item, valid = _decode(data)
+        rows.append(Row(int(row_id), data, item, valid))
+    return rows
+
+
+def _tables(connection: sqlite3.Connection) -> set[str]:
+    return {
+        name
+        for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+
+
+def _session_ids(connection: sqlite3.Connection) -> list[str]:
+    query = f"SELECT DISTINCT session_id FROM {MESSAGES_TABLE}"
+    if SESSIONS_TABLE in _tables(connection):
+        query += f" UNION SELECT session_id FROM {SESSIONS_TABLE}"
+    return sorted(str(sid) for (sid,) in connection.execute(query))
+
+
+# --- diagnosis -------------------------------------------------------------------------
+
+
+@dataclass
+class Findings:
+    """What is wrong with one session. Counts are of items (rows) involved."""
+
+    invalid_rows: list[int] = field(default_factory=list)
+    outputs_before_call: list[str] = field(default_factory=list)
+    duplicate_calls: dict[str, int] = field(default_factory=dict)
+    duplicate_outputs: dict[str, int] = field(default_factory=dict)
+    calls_without_output: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "invalid_json": len(self.invalid_rows),
+            "output_before_call": len(self.outputs_before_call),
+            "duplicate_calls": sum(self.duplicate_calls.values()),
+            "duplicate_outputs": sum(self.duplicate_outputs.values()),
+            "calls_without_output": len(self.calls_without_output),
+        }
+
+    @property
+    def clean(self) -> bool:
+        return not any(self.counts().values())
+
+    def repairable_counts(self) -> dict[str, int]:
+        """The problems ``--fix`` removes (all but calls without an output)."""
+        counts = self.counts()
+        counts.pop("calls_without_output")
+        return counts
+
+
+def diagnose(rows: Sequence[Row]) -> Findings:
+    """The problems of one session's rows (in id order)."""
+    findings = Findings(invalid_rows=[row.row_id for row in rows if not row.valid])
+    items = [row.item for row in rows if row.valid]
+    early = outputs_before_call(items)
+    findings.outputs_before_call = [items[position]["call_id"] for position in early]
+    seen: dict[tuple[str, str, str], int] = {}
+    for item in items:
+        kind = tool_role(item)
+        if kind is not None:
+            key = (kind, *pair_key(item))
+            seen[key] = seen.get(key, 0) + 1
+    for (role, _, call_id), count in seen.items():
+        if count > 1:
+            duplicates = findings.duplicate_calls if role == "call" else findings.duplicate_outputs
+            duplicates[call_id] = duplicates.get(call_id, 0) + count - 1
+    kept = {id(item) for item in engine.drop_orphan_function_calls(items)}
+    for item in items:
+        if id(item) not in kept and isinstance(item, dict) and item.get("type") in CALL_TO_OUTPUT:
+            dangling = item.get("call_id")
+            findings.calls_without_output.append(dangling if isinstance(dangling, str) else "")
+    return findings
+
+
+# --- repair ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Row changes that repair one session: rewritten rows, then deleted rows."""
+
+    updates: tuple[tuple[int, Any], ...]
+    deletions: tuple[int, ...]
+
+
+class _Placeholder:
+    """Stands in for a row the repair leaves alone (never keyed, so never moved)."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+
+
+def plan_repair(rows: Sequence[Row]) -> Repair | str:
+    """The repair of one session, or why it cannot be repaired safely."""
+    invalid = [row.row_id for row in rows if not row.valid]
+    if invalid:
+        return (
+            f"{len(invalid)} row(s) are not valid JSON (ids {_ids(invalid)}): their content "
+            "is unknown, so no other row is moved or removed around them"
+        )
+    items = [row.item for row in rows]
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    proxies: list[Any] = []
+    for position, item in enumerate(items):
+        kind = tool_role(item)
+        if kind is None:
+            proxies.append(_Placeholder(position))
+        else:
+            groups.setdefault((kind, *pair_key(item)), []).append(position)
+            proxies.append(item)
+
+    updates: list[tuple[int, Any]] = []
+    deletions: list[int] = []
+    content_row: dict[int, int] = {}  # kept position -> position whose stored text it holds
+    for (role, _, _), positions in groups.items():
+        latest = positions[-1]
+        # The anchoring rules: a call stays where it first was, an output where it last was.
+        anchor = positions[0] if role == "call" else latest
+        content_row[anchor] = latest
+        if anchor != latest:
+            updates.append((rows[anchor].row_id, rows[latest].data))
+        deletions += [rows[p].row_id for p in positions if p != anchor]
+
+    # Cross-check: the rows that remain must read back as histcore's dedupe result.
+    expected = engine.deduplicate_input_items_preferring_latest(proxies)
+    latest_position = {id(items[positions[-1]]): positions[-1] for positions in groups.values()}
+    expected_positions = [
+        proxy.position if isinstance(proxy, _Placeholder) else latest_position[id(proxy)]
+        for proxy in expected
+    ]
+    removed = set(deletions)
+    remaining = [p for p, row in enumerate(rows) if row.row_id not in removed]
+    if [content_row.get(p, p) for p in remaining] != expected_positions:
+        raise AssertionError("doctor repair plan disagrees with the dedupe rules")
+
+    repaired = [items[content_row.get(p, p)] for p in remaining]
+    early = [repaired[p]["call_id"] for p in outputs_before_call(repaired)]
+    if early:
+        return (
+            f"the output of call {', '.join(sorted(set(early)))} is stored before its call "
+            "with no later output: the dedupe rules cannot place it after the call, and "
+            "moving it would rewrite the conversation"
+        )
+    return Repair(tuple(updates), tuple(deletions))
+
+
+def _ids(row_ids: Sequence[int], limit: int = 8) -> str:
+    shown = ", ".join(map(str, row_ids[:limit]))
+    return shown + (f", ... ({len(row_ids)} in all)" if len(row_ids) > limit else "")
+
+
+def _apply(connection: sqlite3.Connection, session_id: str, repair: Repair) -> None:
+    connection.executemany(
+        f"UPDATE {MESSAGES_TABLE} SET message_data = ? WHERE id = ? AND session_id = ?",
+        [(data, row_id, session_id) for row_id, data in repair.updates],
+    )
+    connection.executemany(
+        f"DELETE FROM {MESSAGES_TABLE} WHERE id = ? AND session_id = ?",
+        [(row_id, session_id) for row_id in repair.deletions],
+    )
+
+
+# --- the whole store -------------------------------------------------------------------
+
+
+@dataclass
+class SessionReport:
+    session_id: str
+    rows: int
+    findings: Findings
+    #: with --fix: "fixed", "skipped" (with ``reason``) or "clean"; None without --fix
+    fix: str | None = None
+    reason: str | None = None
+    repair: Repair | None = None
+
+    @property
+    def left(self) -> dict[str, int]:
+        """Problems still in the store after this run."""
+        counts = self.findings.counts()
+        if self.fix == "fixed":
+            return {"calls_without_output": counts["calls_without_output"]}
+        return counts
+
+
+@dataclass
+class StoreReport:
+    path: str
+    sessions: list[SessionReport]
+    fix: bool
+    backup: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.fix:
+            left = any(any(s.left.values()) for s in self.sessions)
+        else:
+            left = any(not s.findings.clean for s in self.sessions)
+        return EXIT_PROBLEMS if left else EXIT_CLEAN
+
+
+def _connect(path: str, writable: bool) -> sqlite3.Connection:
+    if not os.path.isfile(path):
+        raise DoctorError(f"{path}: no such file")
+    uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
+    try:
+        connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+    except sqlite3.DatabaseError as exc:
+        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+    try:
+        tables = _tables(connection)
+    except sqlite3.DatabaseError as exc:
+        connection.close()
+        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+    if MESSAGES_TABLE not in tables:
+        connection.close()
+        raise DoctorError(f"{path}: not a session store (it has no {MESSAGES_TABLE} table)")
+    return connection
+
+
+def _backup(path: str) -> str:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = f"{path}.bak-{stamp}"
+    suffix = 1
+    while os.path.exists(target):
+        suffix += 1
+        target = f"{path}.bak-{stamp}-{suffix}"
+    # A second, read-only connection: it sees the last committed state, which the
+    # caller's open write transaction keeps unchanged until it commits.
+    source = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+    try:
+        destination = sqlite3.connect(target)
+        try:
+            source.backup(destination)
+        finally:
+            destination.close()
+    finally:
+        source.close()
+    return target
+
+
+def check_store(path: str, session: str | None = None, fix: bool = False) -> StoreReport:
+    """Check (and with ``fix`` repair) the sessions of the store at ``path``.
+
+    Raises DoctorError when the store cannot be read or ``session`` is not in it.
+    """
+    connection = _connect(path, writable=fix)
+    try:
+        # One transaction: a consistent view to check, and (with fix) the write lock
+        # held from the check to the commit, so no other writer slips in between.
+        connection.execute("BEGIN IMMEDIATE" if fix else "BEGIN")
+        try:
+            report = _check(connection, path, session, fix)
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    except sqlite3.DatabaseError as exc:
+        raise DoctorError(f"{path}: {exc}") from exc
+    finally:
+        connection.close()
+    return report
+
+
+def _check(
+    connection: sqlite3.Connection, path: str, session: str | None, fix: bool
+) -> StoreReport:
+    session_ids = _session_ids(connection)
+    if session is not None:
+        if session not in session_ids:
+            raise DoctorError(f"{path}: no session {session!r} in this store")
+        session_ids = [session]
+    report = StoreReport(path=path, sessions=[], fix=fix)
+    rows_by_session: dict[str, list[Row]] = {}
+    for session_id in session_ids:
+        rows = _read_rows(connection, session_id)
+        rows_by_session[session_id] = rows
+        report.sessions.append(SessionReport(session_id, len(rows), diagnose(rows)))
+    if not fix:
+        return report
+
+    for entry in report.sessions:
+        if not any(entry.findings.repairable_counts().values()):
+            entry.fix = "clean"
+            continue
+        plan = plan_repair(rows_by_session[entry.session_id])
+        if isinstance(plan, str):
+            entry.fix, entry.reason = "skipped", plan
+        else:
+            entry.fix, entry.repair = "fixed", plan
+    to_fix = [entry for entry in report.sessions if entry.repair is not None]
+    if not to_fix:
+        return report
+    report.backup = _backup(path)
+    for entry in to_fix:
+        assert entry.repair is not None
+        _apply(connection, entry.session_id, entry.repair)
+        after = diagnose(_read_rows(connection, entry.session_id))
+        if any(after.repairable_counts().values()):
+            raise DoctorError(
+                f"{path}: session {entry.session_id!r} still has problems after its repair; "
+                "nothing was changed"
+            )
+    return report
+
+
+# --- reporting -------------------------------------------------------------------------
+
+_LABELS = {
+    "invalid_json": ("row that is not valid JSON", "rows that are not valid JSON"),
+    "output_before_call": (
+        "tool output stored before its call",
+        "tool outputs stored before their call",
+    ),
+    "duplicate_calls": ("duplicate tool call", "duplicate tool calls"),
+    "duplicate_outputs": ("duplicate tool output", "duplicate tool outputs"),
+    "calls_without_output": ("call without an output", "calls without an output"),
+}
+
+
+def _describe(counts: dict[str, int]) -> str:
+    parts = [
+        f"{count} {_LABELS[name][0 if count == 1 else 1]}"
+        for name, count in counts.items()
+        if count
+    ]
+    return ", ".join(parts) if parts else "clean"
+
+
+def render_text(report: StoreReport) -> str:
+    lines = [f"histcore doctor: {report.path}: {len(report.sessions)} session(s) checked"]
+    for entry in report.sessions:
+        findings = entry.findings
+        lines.append(
+            f"session {entry.session_id!r} ({entry.rows} rows): {_describe(findings.counts())}"
+        )
+        if findings.invalid_rows:
+            lines.append(f"  not valid JSON: row ids {_ids(findings.invalid_rows)}")
+        if findings.outputs_before_call:
+            lines.append(f"  output before its call: {', '.join(findings.outputs_before_call)}")
+        for label, found in (
+            ("duplicate calls", findings.duplicate_calls),
+            ("duplicate outputs", findings.duplicate_outputs),
+        ):
+            if found:
+                lines.append(f"  {label}: " + ", ".join(f"{k} (+{v})" for k, v in found.items()))
+        if findings.calls_without_output:
+            lines.append(
+                "  without an output: "
+                + ", ".join(c or "(no call_id)" for c in findings.calls_without_output)
+            )
+        if entry.fix == "fixed" and entry.repair is not None:
+            lines.append(
+                f"  fixed: {len(entry.repair.deletions)} row(s) removed, "
+                f"{len(entry.repair.updates)} row(s) given their latest content"
+            )
+        elif entry.fix == "skipped":
+            lines.append(f"  not repaired, left untouched: {entry.reason}")
+        if entry.fix is not None and findings.calls_without_output:
+            lines.append(
+                "  calls without an output are kept: a run paused for approval stores its "
+                "pending calls so, and the SDK leaves unanswered calls out of model input"
+            )
+    troubled = sum(1 for entry in report.sessions if not entry.findings.clean)
+    summary = f"{troubled} of {len(report.sessions)} session(s) with problems"
+    if report.fix:
+        fixed = sum(1 for entry in report.sessions if entry.fix == "fixed")
+        summary += f"; {fixed} repaired"
+        if report.backup:
+            summary += f"; backup written to {report.backup}"
+    elif troubled:
+        summary += "; run with --fix to repair (a backup is written first)"
+    lines.append(summary)
+    return "\n".join(lines)
+
+
+def render_json(report: StoreReport) -> dict[str, Any]:
+    return {
+        "path": report.path,
+        "fix": report.fix,
+        "backup": report.backup,
+        "exit_code": report.exit_code,
+        "sessions": [
+            {
+                "session_id": entry.session_id,
+                "rows": entry.rows,
+                "problems": entry.findings.counts(),
+                "clean": entry.findings.clean,
+                "details": {
+                    "invalid_json_rows": entry.findings.invalid_rows,
+                    "outputs_before_call": entry.findings.outputs_before_call,
+                    "duplicate_calls": entry.findings.duplicate_calls,
+                    "duplicate_outputs": entry.findings.duplicate_outputs,
+                    "calls_without_output": entry.findings.calls_without_output,
+                },
+                "fix": entry.fix,
+                "reason": entry.reason,
+                "removed_rows": list(entry.repair.deletions) if entry.repair else [],
+                "rewritten_rows": [row_id for row_id, _ in entry.repair.updates]
+                if entry.repair
+                else [],
+                "left": entry.left if report.fix else entry.findings.counts(),
+            }
+            for entry in report.sessions
+        ],
+    }
+
+
+# --- command line ----------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n", 1)[1] if __doc__ else HELP
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("path", metavar="PATH", help="SQLite database of a session store")
+    parser.add_argument("--session", metavar="ID", help="check only this session")
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="repair what can be repaired safely, after writing PATH.bak-<time>",
+    )
+    parser.add_argument("--json", action="store_true", help="print a machine-readable report")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    stdout = out if out is not None else sys.stdout
+    stderr = err if err is not None else sys.stderr
+    try:
+        report = check_store(args.path, session=args.session, fix=args.fix)
+    except DoctorError as exc:
+        if args.json:
+            stdout.write(json.dumps({"path": args.path, "error": str(exc), "exit_code": 2}) + "\n")
+        stderr.write(f"histcore doctor: error: {exc}\n")
+        return EXIT_ERROR
+    if args.json:
+        stdout.write(json.dumps(render_json(report), indent=2) + "\n")
+    else:
+        stdout.write(render_text(report) + "\n")
+    return report.exit_code
+
+
+def add_doctor_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``doctor`` on an ``add_subparsers()`` object (its handler as ``run``)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser("doctor", help=HELP)
+    add_arguments(parser)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``histcore doctor`` on its own: parse ``argv`` (default sys.argv[1:]), run, return."""
+    parser = argparse.ArgumentParser(prog="histcore doctor")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""JSON text of stored values: orjson's speed with the standard library's exactness.
+
+orjson refuses integers beyond 64 bits when writing and reads them as floats (dropping
+digits) when reading, and writes non-finite floats as ``null``. The standard ``json``
+module keeps all of these exact, as the Agents SDK does. ``dumps`` and ``loads`` use
+orjson and hand exactly those cases to ``json``; a text goes to ``json.loads`` when it
+holds 19 or more digits in a row (``long_integer_candidates``, one fast scan).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import orjson
+
+from histcore.engine.backend import engine
+
+__all__ = ["NULL", "dumps", "has_non_finite", "loads", "loads_as_json", "loads_exact"]
+
+#: What orjson writes for a non-finite float: only a text holding it may have lost one.
+NULL = b"null"
+
+long_integer_candidates = engine.long_integer_candidates
+
+
+def has_non_finite(value: Any) -> bool:
+    """True when a non-finite float sits anywhere in ``value`` (orjson writes it as null)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(has_non_finite(member) for member in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(has_non_finite(member) for member in value)
+    return False
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as UTF-8 JSON text; what orjson refuses or would change (integers
+    beyond 64 bits, non-str keys, non-finite floats) is written by ``json.dumps``.
+    Raises TypeError or ValueError for values neither can write."""
+    try:
+        text = orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
+    if NULL in text and has_non_finite(value):
+        return json.dumps(value).encode()
+    return text
+
+
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not allowed", name, 0)
+
+
+def loads_exact(data: str | bytes) -> Any:
+    """``json.loads`` with orjson's refusal of NaN and Infinity tokens."""
+    return json.loads(data, parse_constant=_refuse_constant)
+
+
+def loads(data: str | bytes | bytearray) -> Any:
+    """The value of JSON text ``data``, integers of any size exact.
+
+    Raises ``json.JSONDecodeError`` (a ValueError) for text that is not JSON, including
+    bare NaN and Infinity tokens.
+    """
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, (str, bytes)):
+        raise TypeError(f"JSON text must be str or bytes, not {type(data).__name__}")
+    if long_integer_candidates([data]):
+        return loads_exact(data)
+    return orjson.loads(data)
+
+
+def loads_as_json(data: str | bytes) -> Any:
+    """Exactly what ``json.loads(data)`` returns or raises (NaN and Infinity tokens
+    included), read by orjson wherever that gives the same: text that may hold an
+    integer beyond 64 bits, and text orjson refuses, go to ``json.loads``."""
+    if long_integer_candidates([data]):
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)

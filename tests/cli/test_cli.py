@@ -1,0 +1,466 @@
+"""The ``histcore`` command line and ``histcore bench``, end to end at tiny sizes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from histcore import __version__
+from histcore.cli.bench import command, engine
+from histcore.cli.bench.engine import (
+    BASELINES,
+    OPERATIONS,
+    BaselineResult,
+    CaseResult,
+    Settings,
+    SuiteResult,
+)
+from histcore.cli.bench.report import Environment, linearity, render, target_verdict
+from histcore.cli.bench.timing import Timing
+from histcore.cli.main import main
+from histcore.engine import pure as _pure
+
+TINY = ["--sizes", "200", "--repeat", "1"]
+ALL_CASES = [(name, shape) for name, operation in OPERATIONS.items() for shape in operation.shapes]
+
+
+def fake_engine(profile: str, **overrides: Any) -> SimpleNamespace:
+    """A stand-in for histcore._core: the pure twin's functions and a build profile."""
+    functions = {name: getattr(_pure, name) for name in _pure.__all__}
+    return SimpleNamespace(**{**functions, **overrides, "build_profile": profile})
+
+
+@pytest.fixture
+def release_engine(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    """Make the bench see a release build (the pure twin in disguise)."""
+    fake = fake_engine("release")
+    monkeypatch.setattr(command, "load_rust_engine", lambda: fake)
+    return fake
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_exits(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run arguments argparse exits on; return the exit code, stdout and stderr."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+# --- help -----------------------------------------------------------------------------
+
+
+def test_help_documents_commands_and_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    assert "bench" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--sizes",
+        "--huge",
+        "--functions",
+        "--repeat",
+        "--json",
+        "--backend",
+        "--no-reference",
+        "--allow-debug",
+    ):
+        assert option in text
+    for name in OPERATIONS:
+        assert name in text
+    assert "exit codes" in text and "debug" in text
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_exits(capsys, "--version")
+    assert code == 0
+    assert out.strip() == f"histcore {__version__}"
+
+
+def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_exits(capsys)
+    assert code == 2
+    assert "COMMAND" in err
+
+
+# --- end to end ---------------------------------------------------------------------
+
+
+def test_bench_prints_progress_header_and_table(
+    capsys: pytest.CaptureFixture[str], release_engine: SimpleNamespace
+) -> None:
+    code, out, err = run_cli(capsys, "bench", *TINY)
+    assert code == 0, err
+    # Progress on stderr, one line per step, numbered.
+    progress = [line for line in err.splitlines() if line.startswith("[")]
+    assert progress[0].startswith("[1/") and " ... " in progress[0]
+    total = int(progress[0].split("/")[1].split("]")[0])
+    assert len(progress) == total
+    assert any(line.startswith(f"[{total}/{total}]") for line in progress)
+    line = next(line for line in progress if "] dedupe_keys 200 ... " in line)
+    assert "rust " in line and "pure " in line
+    assert "[reasoning_run] 200 ... " in err
+    # The header names machine, CPUs, Python, histcore, build and SDK.
+    assert f"histcore {__version__}" in out
+    assert f"{os.cpu_count()} CPUs" in out
+    assert f"python: CPython {sys.version.split()[0]}" in out
+    assert "rust engine build: release" in out
+    assert "openai-agents:" in out
+    assert "DEBUG" not in out
+    header = next(line for line in out.splitlines() if line.startswith("function"))
+    for column in ("size", "rust", "pure", "SDK", "SDK/rust", "rust ns/item", "target"):
+        assert column in header
+    rows = [line.split()[0] for line in out.splitlines() if line.strip()]
+    for name in OPERATIONS:
+        assert name in rows
+    assert "[pending_programs]" in out and "[reasoning_run]" in out
+    for name in BASELINES:
+        assert name in rows
+
+
+def test_bench_writes_json_with_every_field(
+    capsys: pytest.CaptureFixture[str], release_engine: SimpleNamespace, tmp_path: Path
+) -> None:
+    path = tmp_path / "bench.json"
+    code, _, err = run_cli(capsys, "bench", *TINY, "--sizes", "100,200", "--json", str(path))
+    assert code == 0, err
+    assert f"wrote {path}" in err
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["format"] == "histcore-bench/1"
+    assert data["debug_build"] is False
+    environment = data["environment"]
+    assert environment["cpu_count"] == os.cpu_count()
+    assert environment["histcore"] == __version__
+    assert environment["build_profile"] == "release"
+    assert environment["python"].endswith(sys.version.split()[0])
+    settings = data["settings"]
+    assert settings["sizes"] == [100, 200]
+    assert settings["backends"] == ["rust", "python"]
+    assert settings["functions"] == list(OPERATIONS)
+    cases = {(case["function"], case["shape"], case["size"]): case for case in data["cases"]}
+    assert set(cases) == {(name, shape, size) for name, shape in ALL_CASES for size in (100, 200)}
+    for case in cases.values():
+        assert {"rust", "python"} <= set(case["timings"])
+        for timing in case["timings"].values():
+            assert timing["median_s"] > 0 and timing["loops"] >= 1
+            assert len(timing["samples_s"]) >= 1
+            assert timing["ns_per_item"] == pytest.approx(timing["median_s"] / case["size"] * 1e9)
+        assert set(case["target"]) == {"description", "met", "verdict"}
+        # The bare loop over the case's items, and the baseline its target names, are
+        # sampled in the same rounds as the engines.
+        target = OPERATIONS[case["function"]].target
+        expected_baselines = {"bare_loop"}
+        if target is not None and target.baseline is not None:
+            expected_baselines.add(target.baseline)
+        assert set(case["baselines"]) == expected_baselines
+        assert all(b["median_s"] > 0 for b in case["baselines"].values())
+        if environment["openai_agents"] is not None:
+            assert case["sdk_over_rust"] == pytest.approx(
+                case["timings"]["sdk"]["median_s"] / case["timings"]["rust"]["median_s"]
+            )
+    baselines = {(b["name"], b["size"]) for b in data["baselines"]}
+    assert baselines == {(name, size) for name in BASELINES for size in (100, 200)}
+    # Sizes below 10^3 say nothing about growth, so no linearity rows.
+    assert data["linearity"] == []
+
+
+def test_bench_runs_the_real_engine_selected_by_backend(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Unfaked: the pure twin always; the Rust engine too when it is built."""
+    rust = engine.load_rust_engine()
+    backend = ["--backend", "python"] if rust is None else ["--allow-debug"]
+    code, out, err = run_cli(
+        capsys, "bench", *TINY, "--functions", "dedupe_keys,content_keys", *backend
+    )
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.startswith(("dedupe", "content"))]
+    assert [row[0] for row in rows] == ["dedupe_keys", "content_keys"]
+    for row in rows:
+        assert row[2] == "-" if rust is None else row[2] != "-"  # the rust column
+
+
+def test_no_reference_leaves_the_sdk_out(
+    capsys: pytest.CaptureFixture[str], release_engine: SimpleNamespace, tmp_path: Path
+) -> None:
+    path = tmp_path / "out.json"
+    code, out, err = run_cli(
+        capsys,
+        "bench",
+        *TINY,
+        "--functions",
+        "deduplicate_input_items",
+        "--no-reference",
+        "--json",
+        str(path),
+    )
+    assert code == 0, err
+    assert "SDK " not in err
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert [set(case["timings"]) for case in data["cases"]] == [{"rust", "python"}]
+    assert data["cases"][0]["sdk_over_rust"] is None
+
+
+def test_python_backend_needs_no_build(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "load_rust_engine", lambda: None)
+    code, out, err = run_cli(
+        capsys, "bench", *TINY, "--functions", "deep_copy_items", "--backend", "python"
+    )
+    assert code == 0, err
+    assert "rust engine build: not timed" in out
+    assert "SDK/pure" in out
+    assert "rust " not in next(line for line in err.splitlines() if "deep_copy_items" in line)
+
+
+# --- refusals -------------------------------------------------------------------------
+
+
+def test_refuses_to_time_a_debug_build(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "load_rust_engine", lambda: fake_engine("debug"))
+    code, out, err = run_cli(capsys, "bench", *TINY)
+    assert code == 2
+    assert "refusing to time a debug build" in err and "--allow-debug" in err
+    assert out == ""
+
+
+def test_allow_debug_runs_and_labels_the_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(command, "load_rust_engine", lambda: fake_engine("debug"))
+    path = tmp_path / "debug.json"
+    code, out, err = run_cli(
+        capsys,
+        "bench",
+        *TINY,
+        "--functions",
+        "dedupe_keys",
+        "--allow-debug",
+        "--json",
+        str(path),
+    )
+    assert code == 0, err
+    assert "DEBUG BUILD" in out and "meaningless" in out
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["debug_build"] is True
+    assert data["environment"]["build_profile"] == "debug"
+
+
+def test_refuses_when_the_rust_engine_is_not_built(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "load_rust_engine", lambda: None)
+    code, _, err = run_cli(capsys, "bench", *TINY)
+    assert code == 2
+    assert "not built" in err and "--backend python" in err
+
+
+def test_a_wrong_result_stops_the_run_before_it_is_timed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def reversed_dedupe(items: list[Any]) -> list[Any]:
+        return _pure.deduplicate_input_items(items)[::-1]
+
+    broken = fake_engine("release", deduplicate_input_items=reversed_dedupe)
+    monkeypatch.setattr(command, "load_rust_engine", lambda: broken)
+    path = tmp_path / "never.json"
+    code, out, err = run_cli(
+        capsys,
+        "bench",
+        *TINY,
+        "--functions",
+        "deduplicate_input_items",
+        "--json",
+        str(path),
+    )
+    assert code == 1
+    assert "deduplicate_input_items (rust, history, 200 items) disagrees" in err
+    assert "position 0" in err
+    assert not path.exists()
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sizes", "abc"], "invalid size 'abc'"),
+        (["--sizes", "5"], "between 10 and"),
+        (["--sizes", "1e99"], "between 10 and"),
+        (["--sizes", "1.25e1"], "invalid size '1.25e1'"),
+        (["--sizes", ","], "at least one size"),
+        (["--functions", "dedupe_keys,nope"], "unknown function(s) 'nope'"),
+        (["--repeat", "0"], "must be at least 1"),
+        (["--repeat", "x"], "invalid repeat 'x'"),
+        (["--backend", "gpu"], "invalid choice: 'gpu'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_clear_message(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, _, err = run_exits(capsys, "bench", *argv)
+    assert code == 2
+    assert message in err
+    assert "usage: histcore" in err
+
+
+def test_a_json_path_in_a_missing_directory_is_refused_before_running(
+    capsys: pytest.CaptureFixture[str], release_engine: SimpleNamespace, tmp_path: Path
+) -> None:
+    target = tmp_path / "missing" / "out.json"
+    code, out, err = run_cli(capsys, "bench", *TINY, "--json", str(target))
+    assert code == 2
+    assert "does not exist" in err
+    assert out == "" and "[1/" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("1000", 1000), ("10_000", 10_000), ("1e5", 100_000), ("10^3", 1000)]
+)
+def test_size_spellings(text: str, size: int) -> None:
+    assert command._sizes(text) == (size,)
+
+
+# --- verdicts ---------------------------------------------------------------------------
+
+
+def timing(seconds: float) -> Timing:
+    return Timing(median=seconds, samples=(seconds,), loops=1)
+
+
+def suite(cases: list[CaseResult], baselines: list[BaselineResult]) -> SuiteResult:
+    return SuiteResult(Settings(sizes=(1000, 100_000)), "0.0", cases, baselines)
+
+
+def test_targets_are_judged_at_the_target_size_against_sdk_and_baseline() -> None:
+    baselines = {("bare_loop", 100_000): timing(0.010)}
+    # A baseline sampled with the case wins over the separately measured one.
+    alongside = CaseResult(
+        "dedupe_keys",
+        "history",
+        100_000,
+        {"rust": timing(0.015), "sdk": timing(1.0)},
+        baselines={"bare_loop": timing(0.005)},
+    )
+    assert target_verdict(alongside, baselines) == (False, "MISS: 3.00x > 2x bare_loop")
+    fast = CaseResult(
+        "dedupe_keys", "history", 100_000, {"rust": timing(0.015), "sdk": timing(1.0)}
+    )
+    assert target_verdict(fast, baselines) == (True, "ok (>=15x SDK, <=2x bare_loop)")
+    slow = CaseResult("dedupe_keys", "history", 100_000, {"rust": timing(0.1), "sdk": timing(1.0)})
+    met, text = target_verdict(slow, baselines)
+    assert met is False
+    assert "10.0x < 15x SDK" in text and "10.00x > 2x bare_loop" in text
+    small = CaseResult("dedupe_keys", "history", 1000, {"rust": timing(0.1), "sdk": timing(0.1)})
+    assert target_verdict(small, baselines) == (None, "")
+    no_sdk = CaseResult("deep_copy_items", "history", 100_000, {"rust": timing(0.1)})
+    assert target_verdict(no_sdk, baselines) == (None, "n/a (no SDK)")
+
+
+def test_linearity_compares_time_per_item_across_sizes() -> None:
+    cases = [
+        CaseResult("dedupe_keys", "history", 100, {"rust": timing(1.0)}),  # ignored: < 10^3
+        CaseResult("dedupe_keys", "history", 1000, {"rust": timing(0.001)}),
+        CaseResult("dedupe_keys", "history", 100_000, {"rust": timing(0.15)}),
+        CaseResult("content_keys", "history", 1000, {"rust": timing(0.001)}),
+        CaseResult("content_keys", "history", 100_000, {"rust": timing(0.25)}),
+    ]
+    rows = {row.operation: row for row in linearity(suite(cases, []))}
+    assert rows["dedupe_keys"].ns_per_item == {1000: 1000.0, 100_000: 1500.0}
+    assert rows["dedupe_keys"].linear
+    assert rows["content_keys"].spread == pytest.approx(2.5)
+    assert not rows["content_keys"].linear
+    assert rows["content_keys"].verdict() == "NOT LINEAR"
+    text = render(suite(cases, []), Environment.current("release", "0.0"))
+    assert "NOT LINEAR" in text and "linear" in text
+
+
+def test_growth_the_bare_loop_shares_is_divided_out() -> None:
+    def case(name: str, size: int, seconds: float, floor: float) -> CaseResult:
+        return CaseResult(
+            name, "history", size, {"rust": timing(seconds)}, baselines={"bare_loop": timing(floor)}
+        )
+
+    # Memory makes even the bare loop 2.5x slower per item at the larger size.
+    cases = [
+        case("deep_copy_items", 1000, 0.001, 0.0001),
+        case("deep_copy_items", 100_000, 0.3, 0.025),
+        case("content_keys", 1000, 0.001, 0.0001),
+        case("content_keys", 100_000, 0.9, 0.025),
+    ]
+    baselines = [
+        BaselineResult("bare_loop", 1000, timing(0.0001)),
+        BaselineResult("bare_loop", 100_000, timing(0.025)),
+    ]
+    result = suite(cases, baselines)
+    rows = {(row.operation, row.implementation): row for row in linearity(result)}
+    copy = rows[("deep_copy_items", "rust")]
+    assert copy.spread == pytest.approx(3.0) and copy.floor_spread == pytest.approx(1.2)
+    assert copy.verdict() == "linear vs bare loop"
+    keys = rows[("content_keys", "rust")]
+    assert keys.floor_spread == pytest.approx(3.6)
+    assert keys.verdict() == "NOT LINEAR"
+    floor = rows[("bare_loop", "baseline")]
+    assert floor.spread == pytest.approx(2.5) and floor.verdict() == "-"
+    text = render(result, Environment.current("release", "0.0"))
+    assert "linear vs bare loop" in text and "vs bare loop" in text
+
+
+def test_report_numbers_skipped_reference_footnotes_once() -> None:
+    note = "SDK not run above 1000 items on reasoning_run: its helper is quadratic there"
+    cases = [
+        CaseResult("drop_orphan_function_calls", shape, 10_000, {"rust": timing(0.01)}, [note])
+        for shape in ("reasoning_run", "reasoning_run")
+    ]
+    text = render(suite(cases, []), Environment.current("release", "0.0"))
+    assert text.count("skipped[1]") == 2
+    assert text.count(note) == 1
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+
+def test_python_dash_m_runs_the_same_command_line() -> None:
+    env = dict(os.environ)
+    # The directory holding the histcore package this test imported, so the child
+    # process runs the same code (a checkout or an installed wheel).
+    package_root = str(Path(command.__file__).resolve().parents[3])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "histcore", "bench", "--sizes", "abc"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "invalid size 'abc'" in done.stderr
+    shown = subprocess.run(
+        [sys.executable, "-m", "histcore", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert shown.returncode == 0 and "bench" in shown.stdout

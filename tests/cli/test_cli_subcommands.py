@@ -1,0 +1,62 @@
+"""`histcore doctor` and `histcore bench --openai-agents` through the real entry point."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from histcore.cli.main import main
+from histcore.sessions import SQLiteSession
+
+
+def _store(path: Path, items: list[dict[str, str]]) -> None:
+    async def write() -> None:
+        with SQLiteSession("s1", path) as session:
+            await session.add_items(items)
+
+    asyncio.run(write())
+
+
+def test_doctor_subcommand_reports_and_fixes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "store.db"
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    stale = {"type": "function_call_output", "call_id": "c1", "output": "stale"}
+    fresh = {"type": "function_call_output", "call_id": "c1", "output": "fresh"}
+    _store(path, [{"role": "user", "content": "hi"}, call, stale, fresh])  # two outputs of c1
+    assert main(["doctor", str(path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["path"] == str(path)
+    assert main(["doctor", str(path), "--fix"]) == 0
+    capsys.readouterr()
+    assert main(["doctor", str(path)]) == 0
+    with SQLiteSession("s1", path) as session:
+        kept = asyncio.run(session.get_items())
+    assert [item.get("output") for item in kept] == [None, None, "fresh"]
+    assert any(name.startswith("store.db.") for name in os.listdir(tmp_path))  # the backup
+
+
+def test_doctor_subcommand_rejects_a_missing_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor", str(tmp_path / "absent.db")]) == 2
+    assert "histcore doctor: error:" in capsys.readouterr().err
+
+
+def test_bench_openai_agents_runs_a_small_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("agents", reason="the SDK benchmark needs openai-agents")
+    core = pytest.importorskip("histcore._core", reason="needs the Rust engine")
+    args = ["bench", "--openai-agents", "--sizes", "200", "--repeat", "1"]
+    if core.build_profile != "release":
+        args.append("--allow-debug")
+    out_path = tmp_path / "sdk.json"
+    assert main([*args, "--json", str(out_path)]) == 0
+    assert "SDK conversation turn" in capsys.readouterr().out
+    assert json.loads(out_path.read_text())

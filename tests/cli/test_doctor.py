@@ -1,0 +1,474 @@
+"""``histcore doctor``: findings, ``--fix``, the backup, and exit codes.
+
+Stores are written through the sessions' own APIs (the OpenAI Agents SDK's
+``SQLiteSession``, histcore's ``SQLiteSession``), with raw SQL only for what no API
+can write (rows that are not JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import io
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import histcore
+from histcore.cli import doctor
+from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
+from tests.support.sqlite import connected, no_file_left_open, query, write_junk
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def call(call_id: str, version: int = 0, kind: str = "function_call") -> dict[str, Any]:
+    return {
+        "type": kind,
+        "call_id": call_id,
+        "name": "lookup",
+        "arguments": json.dumps({"v": version}),
+    }
+
+
+def output(call_id: str, text: str = "ok", kind: str = "function_call_output") -> dict[str, Any]:
+    return {"type": kind, "call_id": call_id, "output": text}
+
+
+def answer(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+
+
+def write_store(path: str, sessions: dict[str, list[Any]]) -> None:
+    """Write each session's items with histcore's SQLiteSession (the SDK's tables)."""
+
+    async def write() -> None:
+        for session_id, items in sessions.items():
+            session = HistcoreSQLiteSession(session_id, path)
+            try:
+                if items:
+                    await session.add_items(items)
+            finally:
+                session.close()
+
+    asyncio.run(write())
+
+
+def add_raw_row(path: str, session_id: str, data: str) -> int:
+    with connected(path) as connection:
+        cursor = connection.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+            (session_id, data),
+        )
+        return int(cursor.lastrowid or 0)
+
+
+def rows(path: str, session_id: str | None = None) -> list[tuple[int, str, str]]:
+    sql = "SELECT id, session_id, message_data FROM agent_messages"
+    params: tuple[Any, ...] = ()
+    if session_id is not None:
+        sql += " WHERE session_id = ?"
+        params = (session_id,)
+    return query(path, sql + " ORDER BY id", params)
+
+
+def items_of(path: str, session_id: str) -> list[Any]:
+    return [json.loads(data) for _, _, data in rows(path, session_id)]
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    doctor.add_arguments(parser)
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.run(parser.parse_args(list(argv)), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def report_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = run_cli(*argv, "--json")
+    return code, json.loads(out)
+
+
+def session_entry(report: dict[str, Any], session_id: str) -> dict[str, Any]:
+    (entry,) = [s for s in report["sessions"] if s["session_id"] == session_id]
+    return entry
+
+
+@pytest.fixture
+def store(tmp_path: Any) -> str:
+    return os.path.join(tmp_path, "store.db")
+
+
+# --- findings ------------------------------------------------------------------------
+
+
+def test_clean_store_exits_zero(store: str) -> None:
+    write_store(
+        store, {"a": [user("hi"), call("c1"), output("c1"), answer("done")], "b": [user("x")]}
+    )
+    code, report = report_json(store)
+    assert code == 0
+    assert [s["clean"] for s in report["sessions"]] == [True, True]
+    assert report["sessions"][0]["problems"] == dict.fromkeys(
+        [
+            "invalid_json",
+            "output_before_call",
+            "duplicate_calls",
+            "duplicate_outputs",
+            "calls_without_output",
+        ],
+        0,
+    )
+
+
+def test_each_defect_is_counted_per_session(store: str) -> None:
+    write_store(
+        store,
+        {
+            "dup_calls": [user("q"), call("c1", 1), output("c1"), call("c1", 2), call("c1", 3)],
+            "dup_outputs": [
+                user("q"),
+                call("c2"),
+                output("c2", "old"),
+                user("more"),
+                output("c2", "new"),
+            ],
+            "early_output": [user("q"), output("c3"), call("c3")],
+            "dangling": [user("q"), call("c4"), output("c4"), user("again"), call("c5")],
+            "clean": [user("q"), answer("a")],
+        },
+    )
+    bad_row = add_raw_row(store, "corrupt", "{not json")
+    add_raw_row(store, "corrupt", json.dumps(user("fine")))
+    code, report = report_json(store)
+    assert code == 1
+    problems = {s["session_id"]: s["problems"] for s in report["sessions"]}
+    assert problems["dup_calls"]["duplicate_calls"] == 2
+    assert problems["dup_outputs"]["duplicate_outputs"] == 1
+    assert problems["early_output"]["output_before_call"] == 1
+    assert problems["dangling"]["calls_without_output"] == 1
+    assert problems["corrupt"]["invalid_json"] == 1
+    assert session_entry(report, "corrupt")["details"]["invalid_json_rows"] == [bad_row]
+    assert session_entry(report, "dangling")["details"]["calls_without_output"] == ["c5"]
+    assert session_entry(report, "clean")["clean"]
+    # Every other count of each session is zero: one defect, one finding.
+    for session_id, counts in problems.items():
+        assert sum(1 for v in counts.values() if v) == (0 if session_id == "clean" else 1)
+
+
+def test_text_report_names_the_problems(store: str) -> None:
+    write_store(store, {"s": [user("q"), call("c1"), output("c1"), call("c1", 2)]})
+    code, out, _ = run_cli(store)
+    assert code == 1
+    assert "session 's'" in out and "1 duplicate tool call" in out
+    assert "duplicate calls: c1 (+1)" in out
+    assert "run with --fix" in out
+
+
+def test_session_option_checks_only_that_session(store: str) -> None:
+    write_store(store, {"bad": [call("c1"), call("c1")], "good": [user("x")]})
+    code, report = report_json(store, "--session", "good")
+    assert code == 0 and [s["session_id"] for s in report["sessions"]] == ["good"]
+    code, _, err = run_cli(store, "--session", "missing")
+    assert code == 2 and "no session 'missing'" in err
+
+
+@pytest.mark.parametrize("kind", ["missing", "not_sqlite", "no_tables"])
+def test_unreadable_stores_exit_two(store: str, kind: str) -> None:
+    if kind == "not_sqlite":
+        write_junk(store)
+    elif kind == "no_tables":
+        query(store, "CREATE TABLE other (x)")
+    code, out, err = run_cli(store, "--json")
+    assert code == 2
+    assert json.loads(out)["error"] and "histcore doctor: error" in err
+    if kind == "missing":
+        assert not os.path.exists(store), "checking must never create a database"
+
+
+@pytest.mark.parametrize("fix", [False, True])
+@pytest.mark.parametrize("kind", ["not_sqlite", "no_tables"])
+def test_unreadable_stores_leave_no_file_open(store: str, kind: str, fix: bool) -> None:
+    if kind == "not_sqlite":
+        write_junk(store)
+    else:
+        query(store, "CREATE TABLE other (x)")
+    with no_file_left_open(), pytest.raises(doctor.DoctorError):
+        doctor.check_store(store, fix=fix)
+
+
+# --- --fix ---------------------------------------------------------------------------
+
+
+def test_fix_dedupes_calls_keeping_first_row_with_latest_content(store: str) -> None:
+    write_store(store, {"s": [user("q"), call("c1", 1), output("c1"), call("c1", 2), answer("a")]})
+    before = rows(store, "s")
+    code, report = report_json(store, "--fix")
+    assert code == 0
+    entry = session_entry(report, "s")
+    assert entry["fix"] == "fixed"
+    assert entry["removed_rows"] == [before[3][0]] and entry["rewritten_rows"] == [before[1][0]]
+    after = rows(store, "s")
+    assert [r[0] for r in after] == [before[0][0], before[1][0], before[2][0], before[4][0]]
+    assert after[1][2] == before[3][2], "the call's first row holds its latest stored text"
+    assert items_of(store, "s") == [user("q"), call("c1", 2), output("c1"), answer("a")]
+    assert report_json(store)[0] == 0
+
+
+def test_fix_keeps_the_last_output(store: str) -> None:
+    write_store(store, {"s": [call("c1"), output("c1", "old"), user("later"), output("c1", "new")]})
+    assert report_json(store, "--fix")[0] == 0
+    assert items_of(store, "s") == [call("c1"), user("later"), output("c1", "new")]
+
+
+def test_fix_repairs_a_stale_output_before_its_call(store: str) -> None:
+    write_store(store, {"s": [output("c1", "stale"), call("c1"), output("c1", "fresh")]})
+    code, report = report_json(store)
+    assert code == 1 and session_entry(report, "s")["problems"]["output_before_call"] == 1
+    assert report_json(store, "--fix")[0] == 0
+    assert items_of(store, "s") == [call("c1"), output("c1", "fresh")]
+
+
+def test_fix_leaves_a_session_whose_output_cannot_follow_its_call(store: str) -> None:
+    write_store(store, {"s": [user("q"), output("c1"), call("c1"), call("c2"), call("c2")]})
+    before = rows(store)
+    code, report = report_json(store, "--fix")
+    assert code == 1
+    entry = session_entry(report, "s")
+    assert entry["fix"] == "skipped" and "stored before its call" in entry["reason"]
+    assert rows(store) == before, "a session that cannot be repaired is not touched at all"
+    assert report["backup"] is None
+
+
+def test_fix_never_touches_a_session_with_rows_that_are_not_json(store: str) -> None:
+    write_store(store, {"s": [user("q"), call("c1"), call("c1")], "t": [call("c2"), call("c2")]})
+    add_raw_row(store, "s", "\x00 garbage")
+    before_s = rows(store, "s")
+    code, out, _ = run_cli(store, "--fix")
+    assert code == 1
+    assert "not repaired, left untouched" in out and "not valid JSON" in out
+    assert rows(store, "s") == before_s
+    assert items_of(store, "t") == [call("c2")], "other sessions are still repaired"
+
+
+def test_fix_writes_a_backup_of_the_store_as_it_was(store: str) -> None:
+    write_store(store, {"s": [call("c1", 1), output("c1"), call("c1", 2)]})
+    before = rows(store)
+    code, report = report_json(store, "--fix")
+    assert code == 0
+    backup = report["backup"]
+    assert backup and os.path.dirname(backup) == os.path.dirname(store)
+    assert os.path.basename(backup).startswith("store.db.bak-")
+    assert rows(backup) == before
+    # A second fix in the same second gets its own backup, never overwriting the first.
+    write_store(store, {"s": [output("c1")]})
+    code, report = report_json(store, "--fix")
+    assert code == 0 and report["backup"] != backup and os.path.exists(backup)
+
+
+def test_no_backup_when_nothing_needs_fixing(store: str) -> None:
+    write_store(store, {"s": [user("q"), call("c1")]})
+    code, report = report_json(store, "--fix")
+    # The call without an output is reported and kept: it may await approval.
+    assert code == 1 and report["backup"] is None
+    assert session_entry(report, "s")["left"] == {
+        "invalid_json": 0,
+        "output_before_call": 0,
+        "duplicate_calls": 0,
+        "duplicate_outputs": 0,
+        "calls_without_output": 1,
+    }
+    assert glob.glob(store + ".bak-*") == []
+    assert len(rows(store)) == 2
+
+
+def test_fix_is_one_transaction(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_store(store, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
+    before = rows(store)
+    real_apply = doctor._apply
+    applied: list[str] = []
+
+    def apply_then_fail(connection: sqlite3.Connection, session_id: str, repair: Any) -> None:
+        real_apply(connection, session_id, repair)
+        applied.append(session_id)
+        if len(applied) == 2:
+            raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(doctor, "_apply", apply_then_fail)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        doctor.check_store(store, fix=True)
+    assert applied == ["a", "b"]
+    assert rows(store) == before, "the first session's repair was rolled back too"
+
+
+def test_check_without_fix_never_writes(store: str) -> None:
+    write_store(store, {"s": [call("c1"), call("c1")]})
+    os.chmod(store, 0o444)
+    try:
+        code, report = report_json(store)
+    finally:
+        os.chmod(store, 0o644)
+    assert code == 1 and report["backup"] is None
+
+
+# --- stores written by the sessions themselves ----------------------------------------
+
+
+def test_store_written_by_the_sdk(tmp_path: Any) -> None:
+    agents = pytest.importorskip("agents")
+    from histcore.cli.bench.sdk_conversation import ScriptedModel, lookup_tool
+
+    path = os.path.join(tmp_path, "sdk.db")
+
+    @agents.function_tool(needs_approval=True)
+    def delete_file(name: str) -> str:
+        """Delete a file."""
+        return f"deleted {name}"
+
+    class PausingModel(ScriptedModel):
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            response = await super().get_response(*args, **kwargs)
+            items = kwargs["input"]
+            if isinstance(items, list) and items[-1].get("content") == "delete it":
+                response.output = [response.output[-1].model_copy(update={"name": "delete_file"})]
+            return response
+
+    async def converse() -> None:
+        session = agents.SQLiteSession("sdk", path)
+        agent = agents.Agent(name="a", model=PausingModel(), tools=[lookup_tool(), delete_file])
+        config = agents.RunConfig(tracing_disabled=True)
+        try:
+            await agents.Runner.run(agent, "Paris and Rome", session=session, run_config=config)
+            # The SDK itself writing a duplicate call and a duplicate output.
+            stored = await session.get_items()
+            call_item = next(i for i in stored if i.get("type") == "function_call")
+            output_item = next(i for i in stored if i.get("type") == "function_call_output")
+            await session.add_items([dict(call_item, arguments='{"city": "Lyon"}'), output_item])
+            # A run paused for approval: its pending call is stored without an output.
+            paused = await agents.Runner.run(agent, "delete it", session=session, run_config=config)
+            assert paused.interruptions
+        finally:
+            session.close()
+
+    asyncio.run(converse())
+    code, report = report_json(path)
+    entry = session_entry(report, "sdk")
+    assert code == 1
+    assert entry["problems"]["duplicate_calls"] == 1
+    assert entry["problems"]["duplicate_outputs"] == 1
+    assert entry["problems"]["calls_without_output"] == 1
+
+    code, report = report_json(path, "--fix")
+    entry = session_entry(report, "sdk")
+    assert entry["fix"] == "fixed" and code == 1  # the paused call is left
+    assert entry["left"]["calls_without_output"] == 1
+    assert sum(entry["left"].values()) == 1
+
+    async def read_back() -> list[Any]:
+        session = agents.SQLiteSession("sdk", path)
+        try:
+            return await session.get_items()
+        finally:
+            session.close()
+
+    repaired = asyncio.run(read_back())
+    assert repaired == items_of(path, "sdk")
+    calls = [i for i in repaired if i.get("type") == "function_call"]
+    assert len({c["call_id"] for c in calls}) == len(calls)
+    assert any(c["arguments"] == '{"city": "Lyon"}' for c in calls), "latest call content kept"
+
+
+def test_store_written_by_histcore_reads_back_repaired(store: str) -> None:
+    write_store(
+        store,
+        {"s": [user("q"), call("c1", 1), output("c1", "a"), call("c1", 2), output("c1", "b")]},
+    )
+    assert report_json(store, "--fix")[0] == 0
+
+    async def read() -> list[Any]:
+        with HistcoreSQLiteSession("s", store) as session:
+            return await session.get_items()
+
+    assert asyncio.run(read()) == [user("q"), call("c1", 2), output("c1", "b")]
+
+
+# --- the repair follows histcore's dedupe rules -------------------------------------
+
+
+@st.composite
+def tool_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for position in range(draw(st.integers(1, 12))):
+        what = draw(st.sampled_from(["call", "output", "user", "reasoning"]))
+        call_id = draw(st.sampled_from(["c0", "c1", "c2"]))
+        kind = draw(st.sampled_from(["function_call", "shell_call"]))
+        if what == "call":
+            items.append(call(call_id, position, kind))
+        elif what == "output":
+            items.append(output(call_id, f"v{position}", kind + "_output"))
+        elif what == "reasoning":
+            items.append({"type": "reasoning", "id": "rs_same", "summary": [], "v": position})
+        else:
+            items.append(user(f"u{position}"))
+    return items
+
+
+def _tool_only_dedupe(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """histcore's latest-value dedupe, applied to tool calls and outputs only."""
+    tagged = [item if "call_id" in item else {"role": "x", "i": i} for i, item in enumerate(items)]
+    result = histcore.deduplicate_input_items_preferring_latest(tagged)
+    return [items[r["i"]] if r.get("role") == "x" else r for r in result]
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(items=tool_histories())
+def test_fix_result_is_the_dedupe_of_tool_items(tmp_path: Any, items: list[dict[str, Any]]) -> None:
+    path = os.path.join(tmp_path, f"h{abs(hash(json.dumps(items)))}.db")
+    if os.path.exists(path):
+        os.remove(path)
+    write_store(path, {"s": items})
+    code, report = report_json(path, "--fix")
+    entry = session_entry(report, "s")
+    if entry["fix"] == "skipped":
+        assert "stored before its call" in entry["reason"]
+        assert items_of(path, "s") == items
+        return
+    repaired = items_of(path, "s")
+    assert repaired == _tool_only_dedupe(items)
+    after = doctor.diagnose([doctor.Row(i, None, item, True) for i, item in enumerate(repaired)])
+    assert sum(after.repairable_counts().values()) == 0
+    # Reasoning items with one id are not tool items: the fix leaves all of them.
+    assert [i for i in repaired if i.get("type") == "reasoning"] == [
+        i for i in items if i.get("type") == "reasoning"
+    ]
+
+
+# --- command-line hooks --------------------------------------------------------------
+
+
+def test_main_and_subparser_hook(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    write_store(store, {"s": [user("q")]})
+    assert doctor.main([store]) == 0
+    assert "1 session(s) checked" in capsys.readouterr().out
+
+    parser = argparse.ArgumentParser(prog="histcore")
+    commands = parser.add_subparsers(dest="command")
+    doctor.add_doctor_parser(commands)
+    args = parser.parse_args(["doctor", store, "--json"])
+    assert args.run(args) == 0
+    assert json.loads(capsys.readouterr().out)["exit_code"] == 0
