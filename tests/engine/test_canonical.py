@@ -142,6 +142,11 @@ def test_content_key_is_xxh3_128_of_canonical_bytes(engine: ModuleType) -> None:
         assert key == xxhash.xxh3_128_digest(bytes(engine.canonical_json(item)))
 
 
+def _compact(value: Any) -> bytes:
+    """The canonical text of plain JSON without floats or metadata keys."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 # --- nesting and cycles --------------------------------------------------------------
 
 
@@ -153,8 +158,8 @@ def test_nesting_limit(engine: ModuleType, wrap: str) -> None:
             value = [value] if wrap == "list" else {"k": value} if wrap == "dict" else (value,)
         return value
 
-    assert engine.canonical_json(nest(MAX_DEPTH - 1))
-    assert engine.canonical_json(nest(MAX_DEPTH))
+    for levels in (MAX_DEPTH - 1, MAX_DEPTH):
+        assert engine.canonical_json(nest(levels)) == _compact(nest(levels))
     for levels in (MAX_DEPTH + 1, MAX_DEPTH + 2):
         with pytest.raises(ValueError, match=str(MAX_DEPTH)):
             engine.canonical_json(nest(levels))
@@ -250,7 +255,7 @@ def test_deep_values_either_encode_or_raise_value_error(
 ) -> None:
     depth, value = case
     if depth <= MAX_DEPTH:
-        assert engine.canonical_json(value)
+        assert engine.canonical_json(value) == _compact(value)
     else:
         with pytest.raises(ValueError, match=str(MAX_DEPTH)):
             engine.canonical_json(value)
