@@ -47,10 +47,8 @@ __all__ = [
     "SessionReport",
     "StoreReport",
     "add_arguments",
-    "add_doctor_parser",
     "check_store",
     "diagnose",
-    "main",
     "render_json",
     "render_text",
     "run",
@@ -538,22 +536,3 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     else:
         stdout.write(render_text(report) + "\n")
     return report.exit_code
-
-
-def add_doctor_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``doctor`` on an ``add_subparsers()`` object (its handler as ``run``)."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("doctor", help=HELP)
-    add_arguments(parser)
-    parser.set_defaults(run=run)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``histcore doctor`` on its own: parse ``argv`` (default sys.argv[1:]), run, return."""
-    parser = argparse.ArgumentParser(prog="histcore doctor")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
