@@ -36,6 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from histcore.cli.doctor.read import (
+    MESSAGES_TABLE,
+    DoctorError,
+    Row,
+    connect,
+    read_rows,
+    row_ids_text,
+    session_ids,
+)
 from histcore.engine import items as engine
 from histcore.engine.pairing import outputs_before_call, pair_key, tool_role
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
@@ -44,6 +53,7 @@ __all__ = [
     "HELP",
     "DoctorError",
     "Findings",
+    "Row",
     "SessionReport",
     "StoreReport",
     "add_arguments",
@@ -56,61 +66,9 @@ __all__ = [
 
 HELP = "check SQLite session stores for broken tool-call history (and --fix it)"
 
-SESSIONS_TABLE = "agent_sessions"
-MESSAGES_TABLE = "agent_messages"
-
 CALL_TO_OUTPUT = CALL_TO_OUTPUT_TYPE
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
-
-
-class DoctorError(Exception):
-    """The store cannot be checked (missing, not SQLite, not a session store, ...)."""
-
-
-# --- reading ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Row:
-    row_id: int
-    data: Any  # message_data exactly as stored (written back unchanged)
-    item: Any  # the decoded item, when ``valid``
-    valid: bool
-
-
-def _decode(data: Any) -> tuple[Any, bool]:
-    # As the SDK's SQLiteSession reads a row: json.loads, skipping what fails.
-    try:
-        return json.loads(data), True
-    except (ValueError, TypeError):
-        return None, False
-
-
-def _read_rows(connection: sqlite3.Connection, session_id: str) -> list[Row]:
-    cursor = connection.execute(
-        f"SELECT id, message_data FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id ASC",
-        (session_id,),
-    )
-    rows = []
-    for row_id, data in cursor.fetchall():
-        item, valid = _decode(data)
-        rows.append(Row(int(row_id), data, item, valid))
-    return rows
-
-
-def _tables(connection: sqlite3.Connection) -> set[str]:
-    return {
-        name
-        for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    }
-
-
-def _session_ids(connection: sqlite3.Connection) -> list[str]:
-    query = f"SELECT DISTINCT session_id FROM {MESSAGES_TABLE}"
-    if SESSIONS_TABLE in _tables(connection):
-        query += f" UNION SELECT session_id FROM {SESSIONS_TABLE}"
-    return sorted(str(sid) for (sid,) in connection.execute(query))
 
 
 # --- diagnosis -------------------------------------------------------------------------
@@ -195,8 +153,8 @@ def plan_repair(rows: Sequence[Row]) -> Repair | str:
     invalid = [row.row_id for row in rows if not row.valid]
     if invalid:
         return (
-            f"{len(invalid)} row(s) are not valid JSON (ids {_ids(invalid)}): their content "
-            "is unknown, so no other row is moved or removed around them"
+            f"{len(invalid)} row(s) are not valid JSON (ids {row_ids_text(invalid)}): their "
+            "content is unknown, so no other row is moved or removed around them"
         )
     items = [row.item for row in rows]
     groups: dict[tuple[str, str, str], list[int]] = {}
@@ -242,11 +200,6 @@ def plan_repair(rows: Sequence[Row]) -> Repair | str:
             "moving it would rewrite the conversation"
         )
     return Repair(tuple(updates), tuple(deletions))
-
-
-def _ids(row_ids: Sequence[int], limit: int = 8) -> str:
-    shown = ", ".join(map(str, row_ids[:limit]))
-    return shown + (f", ... ({len(row_ids)} in all)" if len(row_ids) > limit else "")
 
 
 def _apply(connection: sqlite3.Connection, session_id: str, repair: Repair) -> None:
@@ -298,25 +251,6 @@ class StoreReport:
         return EXIT_PROBLEMS if left else EXIT_CLEAN
 
 
-def _connect(path: str, writable: bool) -> sqlite3.Connection:
-    if not os.path.isfile(path):
-        raise DoctorError(f"{path}: no such file")
-    uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
-    try:
-        connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
-    except sqlite3.DatabaseError as exc:
-        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
-    try:
-        tables = _tables(connection)
-    except sqlite3.DatabaseError as exc:
-        connection.close()
-        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
-    if MESSAGES_TABLE not in tables:
-        connection.close()
-        raise DoctorError(f"{path}: not a session store (it has no {MESSAGES_TABLE} table)")
-    return connection
-
-
 def _backup(path: str) -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     target = f"{path}.bak-{stamp}"
@@ -343,7 +277,7 @@ def check_store(path: str, session: str | None = None, fix: bool = False) -> Sto
 
     Raises DoctorError when the store cannot be read or ``session`` is not in it.
     """
-    connection = _connect(path, writable=fix)
+    connection = connect(path, writable=fix)
     try:
         # One transaction: a consistent view to check, and (with fix) the write lock
         # held from the check to the commit, so no other writer slips in between.
@@ -364,15 +298,15 @@ def check_store(path: str, session: str | None = None, fix: bool = False) -> Sto
 def _check(
     connection: sqlite3.Connection, path: str, session: str | None, fix: bool
 ) -> StoreReport:
-    session_ids = _session_ids(connection)
+    ids = session_ids(connection)
     if session is not None:
-        if session not in session_ids:
+        if session not in ids:
             raise DoctorError(f"{path}: no session {session!r} in this store")
-        session_ids = [session]
+        ids = [session]
     report = StoreReport(path=path, sessions=[], fix=fix)
     rows_by_session: dict[str, list[Row]] = {}
-    for session_id in session_ids:
-        rows = _read_rows(connection, session_id)
+    for session_id in ids:
+        rows = read_rows(connection, session_id)
         rows_by_session[session_id] = rows
         report.sessions.append(SessionReport(session_id, len(rows), diagnose(rows)))
     if not fix:
@@ -394,7 +328,7 @@ def _check(
     for entry in to_fix:
         assert entry.repair is not None
         _apply(connection, entry.session_id, entry.repair)
-        after = diagnose(_read_rows(connection, entry.session_id))
+        after = diagnose(read_rows(connection, entry.session_id))
         if any(after.repairable_counts().values()):
             raise DoctorError(
                 f"{path}: session {entry.session_id!r} still has problems after its repair; "
@@ -434,7 +368,7 @@ def render_text(report: StoreReport) -> str:
             f"session {entry.session_id!r} ({entry.rows} rows): {_describe(findings.counts())}"
         )
         if findings.invalid_rows:
-            lines.append(f"  not valid JSON: row ids {_ids(findings.invalid_rows)}")
+            lines.append(f"  not valid JSON: row ids {row_ids_text(findings.invalid_rows)}")
         if findings.outputs_before_call:
             lines.append(f"  output before its call: {', '.join(findings.outputs_before_call)}")
         for label, found in (
