@@ -32,10 +32,11 @@ import os
 import sqlite3
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from histcore.cli.doctor.diagnose import Findings, diagnose
 from histcore.cli.doctor.read import (
     MESSAGES_TABLE,
     DoctorError,
@@ -47,7 +48,6 @@ from histcore.cli.doctor.read import (
 )
 from histcore.engine import items as engine
 from histcore.engine.pairing import outputs_before_call, pair_key, tool_role
-from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 
 __all__ = [
     "HELP",
@@ -66,66 +66,7 @@ __all__ = [
 
 HELP = "check SQLite session stores for broken tool-call history (and --fix it)"
 
-CALL_TO_OUTPUT = CALL_TO_OUTPUT_TYPE
-
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
-
-
-# --- diagnosis -------------------------------------------------------------------------
-
-
-@dataclass
-class Findings:
-    """What is wrong with one session. Counts are of items (rows) involved."""
-
-    invalid_rows: list[int] = field(default_factory=list)
-    outputs_before_call: list[str] = field(default_factory=list)
-    duplicate_calls: dict[str, int] = field(default_factory=dict)
-    duplicate_outputs: dict[str, int] = field(default_factory=dict)
-    calls_without_output: list[str] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "invalid_json": len(self.invalid_rows),
-            "output_before_call": len(self.outputs_before_call),
-            "duplicate_calls": sum(self.duplicate_calls.values()),
-            "duplicate_outputs": sum(self.duplicate_outputs.values()),
-            "calls_without_output": len(self.calls_without_output),
-        }
-
-    @property
-    def clean(self) -> bool:
-        return not any(self.counts().values())
-
-    def repairable_counts(self) -> dict[str, int]:
-        """The problems ``--fix`` removes (all but calls without an output)."""
-        counts = self.counts()
-        counts.pop("calls_without_output")
-        return counts
-
-
-def diagnose(rows: Sequence[Row]) -> Findings:
-    """The problems of one session's rows (in id order)."""
-    findings = Findings(invalid_rows=[row.row_id for row in rows if not row.valid])
-    items = [row.item for row in rows if row.valid]
-    early = outputs_before_call(items)
-    findings.outputs_before_call = [items[position]["call_id"] for position in early]
-    seen: dict[tuple[str, str, str], int] = {}
-    for item in items:
-        kind = tool_role(item)
-        if kind is not None:
-            key = (kind, *pair_key(item))
-            seen[key] = seen.get(key, 0) + 1
-    for (role, _, call_id), count in seen.items():
-        if count > 1:
-            duplicates = findings.duplicate_calls if role == "call" else findings.duplicate_outputs
-            duplicates[call_id] = duplicates.get(call_id, 0) + count - 1
-    kept = {id(item) for item in engine.drop_orphan_function_calls(items)}
-    for item in items:
-        if id(item) not in kept and isinstance(item, dict) and item.get("type") in CALL_TO_OUTPUT:
-            dangling = item.get("call_id")
-            findings.calls_without_output.append(dangling if isinstance(dangling, str) else "")
-    return findings
 
 
 # --- repair ----------------------------------------------------------------------------
