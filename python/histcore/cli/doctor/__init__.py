@@ -26,19 +26,14 @@ problems found or left, 2 the store cannot be read or the arguments are wrong.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
 import sqlite3
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from histcore.cli.doctor.diagnose import Findings, diagnose
 from histcore.cli.doctor.read import (
-    MESSAGES_TABLE,
     DoctorError,
     Row,
     connect,
@@ -46,8 +41,7 @@ from histcore.cli.doctor.read import (
     row_ids_text,
     session_ids,
 )
-from histcore.engine import items as engine
-from histcore.engine.pairing import outputs_before_call, pair_key, tool_role
+from histcore.cli.doctor.repair import Repair, apply_repair, plan_repair, write_backup
 
 __all__ = [
     "HELP",
@@ -67,91 +61,6 @@ __all__ = [
 HELP = "check SQLite session stores for broken tool-call history (and --fix it)"
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
-
-
-# --- repair ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Repair:
-    """Row changes that repair one session: rewritten rows, then deleted rows."""
-
-    updates: tuple[tuple[int, Any], ...]
-    deletions: tuple[int, ...]
-
-
-class _Placeholder:
-    """Stands in for a row the repair leaves alone (never keyed, so never moved)."""
-
-    __slots__ = ("position",)
-
-    def __init__(self, position: int) -> None:
-        self.position = position
-
-
-def plan_repair(rows: Sequence[Row]) -> Repair | str:
-    """The repair of one session, or why it cannot be repaired safely."""
-    invalid = [row.row_id for row in rows if not row.valid]
-    if invalid:
-        return (
-            f"{len(invalid)} row(s) are not valid JSON (ids {row_ids_text(invalid)}): their "
-            "content is unknown, so no other row is moved or removed around them"
-        )
-    items = [row.item for row in rows]
-    groups: dict[tuple[str, str, str], list[int]] = {}
-    proxies: list[Any] = []
-    for position, item in enumerate(items):
-        kind = tool_role(item)
-        if kind is None:
-            proxies.append(_Placeholder(position))
-        else:
-            groups.setdefault((kind, *pair_key(item)), []).append(position)
-            proxies.append(item)
-
-    updates: list[tuple[int, Any]] = []
-    deletions: list[int] = []
-    content_row: dict[int, int] = {}  # kept position -> position whose stored text it holds
-    for (role, _, _), positions in groups.items():
-        latest = positions[-1]
-        # The anchoring rules: a call stays where it first was, an output where it last was.
-        anchor = positions[0] if role == "call" else latest
-        content_row[anchor] = latest
-        if anchor != latest:
-            updates.append((rows[anchor].row_id, rows[latest].data))
-        deletions += [rows[p].row_id for p in positions if p != anchor]
-
-    # Cross-check: the rows that remain must read back as histcore's dedupe result.
-    expected = engine.deduplicate_input_items_preferring_latest(proxies)
-    latest_position = {id(items[positions[-1]]): positions[-1] for positions in groups.values()}
-    expected_positions = [
-        proxy.position if isinstance(proxy, _Placeholder) else latest_position[id(proxy)]
-        for proxy in expected
-    ]
-    removed = set(deletions)
-    remaining = [p for p, row in enumerate(rows) if row.row_id not in removed]
-    if [content_row.get(p, p) for p in remaining] != expected_positions:
-        raise AssertionError("doctor repair plan disagrees with the dedupe rules")
-
-    repaired = [items[content_row.get(p, p)] for p in remaining]
-    early = [repaired[p]["call_id"] for p in outputs_before_call(repaired)]
-    if early:
-        return (
-            f"the output of call {', '.join(sorted(set(early)))} is stored before its call "
-            "with no later output: the dedupe rules cannot place it after the call, and "
-            "moving it would rewrite the conversation"
-        )
-    return Repair(tuple(updates), tuple(deletions))
-
-
-def _apply(connection: sqlite3.Connection, session_id: str, repair: Repair) -> None:
-    connection.executemany(
-        f"UPDATE {MESSAGES_TABLE} SET message_data = ? WHERE id = ? AND session_id = ?",
-        [(data, row_id, session_id) for row_id, data in repair.updates],
-    )
-    connection.executemany(
-        f"DELETE FROM {MESSAGES_TABLE} WHERE id = ? AND session_id = ?",
-        [(row_id, session_id) for row_id in repair.deletions],
-    )
 
 
 # --- the whole store -------------------------------------------------------------------
@@ -190,27 +99,6 @@ class StoreReport:
         else:
             left = any(not s.findings.clean for s in self.sessions)
         return EXIT_PROBLEMS if left else EXIT_CLEAN
-
-
-def _backup(path: str) -> str:
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = f"{path}.bak-{stamp}"
-    suffix = 1
-    while os.path.exists(target):
-        suffix += 1
-        target = f"{path}.bak-{stamp}-{suffix}"
-    # A second, read-only connection: it sees the last committed state, which the
-    # caller's open write transaction keeps unchanged until it commits.
-    source = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
-    try:
-        destination = sqlite3.connect(target)
-        try:
-            source.backup(destination)
-        finally:
-            destination.close()
-    finally:
-        source.close()
-    return target
 
 
 def check_store(path: str, session: str | None = None, fix: bool = False) -> StoreReport:
@@ -265,10 +153,10 @@ def _check(
     to_fix = [entry for entry in report.sessions if entry.repair is not None]
     if not to_fix:
         return report
-    report.backup = _backup(path)
+    report.backup = write_backup(path)
     for entry in to_fix:
         assert entry.repair is not None
-        _apply(connection, entry.session_id, entry.repair)
+        apply_repair(connection, entry.session_id, entry.repair)
         after = diagnose(read_rows(connection, entry.session_id))
         if any(after.repairable_counts().values()):
             raise DoctorError(
