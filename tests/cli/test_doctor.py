@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import histcore
 from histcore.cli import doctor
+from histcore.cli.doctor import check
 from histcore.cli.main import main
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
 from tests.support.sqlite import connected, no_file_left_open, query, write_junk
@@ -299,7 +300,7 @@ def test_no_backup_when_nothing_needs_fixing(store: str) -> None:
 def test_fix_is_one_transaction(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
     write_store(store, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
     before = rows(store)
-    real_apply = doctor.apply_repair
+    real_apply = check.apply_repair
     applied: list[str] = []
 
     def apply_then_fail(connection: sqlite3.Connection, session_id: str, repair: Any) -> None:
@@ -308,7 +309,7 @@ def test_fix_is_one_transaction(store: str, monkeypatch: pytest.MonkeyPatch) -> 
         if len(applied) == 2:
             raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(doctor, "apply_repair", apply_then_fail)
+    monkeypatch.setattr(check, "apply_repair", apply_then_fail)
     with pytest.raises(RuntimeError, match="disk on fire"):
         doctor.check_store(store, fix=True)
     assert applied == ["a", "b"]
