@@ -28,11 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from histcore.cli.doctor.check import EXIT_ERROR, SessionReport, StoreReport, check_store
 from histcore.cli.doctor.diagnose import Findings, diagnose
-from histcore.cli.doctor.read import DoctorError, Row, row_ids_text
+from histcore.cli.doctor.read import DoctorError, Row
+from histcore.cli.doctor.report import render_json, render_text
 
 __all__ = [
     "HELP",
@@ -50,108 +51,6 @@ __all__ = [
 ]
 
 HELP = "check SQLite session stores for broken tool-call history (and --fix it)"
-
-
-# --- reporting -------------------------------------------------------------------------
-
-_LABELS = {
-    "invalid_json": ("row that is not valid JSON", "rows that are not valid JSON"),
-    "output_before_call": (
-        "tool output stored before its call",
-        "tool outputs stored before their call",
-    ),
-    "duplicate_calls": ("duplicate tool call", "duplicate tool calls"),
-    "duplicate_outputs": ("duplicate tool output", "duplicate tool outputs"),
-    "calls_without_output": ("call without an output", "calls without an output"),
-}
-
-
-def _describe(counts: dict[str, int]) -> str:
-    parts = [
-        f"{count} {_LABELS[name][0 if count == 1 else 1]}"
-        for name, count in counts.items()
-        if count
-    ]
-    return ", ".join(parts) if parts else "clean"
-
-
-def render_text(report: StoreReport) -> str:
-    lines = [f"histcore doctor: {report.path}: {len(report.sessions)} session(s) checked"]
-    for entry in report.sessions:
-        findings = entry.findings
-        lines.append(
-            f"session {entry.session_id!r} ({entry.rows} rows): {_describe(findings.counts())}"
-        )
-        if findings.invalid_rows:
-            lines.append(f"  not valid JSON: row ids {row_ids_text(findings.invalid_rows)}")
-        if findings.outputs_before_call:
-            lines.append(f"  output before its call: {', '.join(findings.outputs_before_call)}")
-        for label, found in (
-            ("duplicate calls", findings.duplicate_calls),
-            ("duplicate outputs", findings.duplicate_outputs),
-        ):
-            if found:
-                lines.append(f"  {label}: " + ", ".join(f"{k} (+{v})" for k, v in found.items()))
-        if findings.calls_without_output:
-            lines.append(
-                "  without an output: "
-                + ", ".join(c or "(no call_id)" for c in findings.calls_without_output)
-            )
-        if entry.fix == "fixed" and entry.repair is not None:
-            lines.append(
-                f"  fixed: {len(entry.repair.deletions)} row(s) removed, "
-                f"{len(entry.repair.updates)} row(s) given their latest content"
-            )
-        elif entry.fix == "skipped":
-            lines.append(f"  not repaired, left untouched: {entry.reason}")
-        if entry.fix is not None and findings.calls_without_output:
-            lines.append(
-                "  calls without an output are kept: a run paused for approval stores its "
-                "pending calls so, and the SDK leaves unanswered calls out of model input"
-            )
-    troubled = sum(1 for entry in report.sessions if not entry.findings.clean)
-    summary = f"{troubled} of {len(report.sessions)} session(s) with problems"
-    if report.fix:
-        fixed = sum(1 for entry in report.sessions if entry.fix == "fixed")
-        summary += f"; {fixed} repaired"
-        if report.backup:
-            summary += f"; backup written to {report.backup}"
-    elif troubled:
-        summary += "; run with --fix to repair (a backup is written first)"
-    lines.append(summary)
-    return "\n".join(lines)
-
-
-def render_json(report: StoreReport) -> dict[str, Any]:
-    return {
-        "path": report.path,
-        "fix": report.fix,
-        "backup": report.backup,
-        "exit_code": report.exit_code,
-        "sessions": [
-            {
-                "session_id": entry.session_id,
-                "rows": entry.rows,
-                "problems": entry.findings.counts(),
-                "clean": entry.findings.clean,
-                "details": {
-                    "invalid_json_rows": entry.findings.invalid_rows,
-                    "outputs_before_call": entry.findings.outputs_before_call,
-                    "duplicate_calls": entry.findings.duplicate_calls,
-                    "duplicate_outputs": entry.findings.duplicate_outputs,
-                    "calls_without_output": entry.findings.calls_without_output,
-                },
-                "fix": entry.fix,
-                "reason": entry.reason,
-                "removed_rows": list(entry.repair.deletions) if entry.repair else [],
-                "rewritten_rows": [row_id for row_id, _ in entry.repair.updates]
-                if entry.repair
-                else [],
-                "left": entry.left if report.fix else entry.findings.counts(),
-            }
-            for entry in report.sessions
-        ],
-    }
 
 
 # --- command line ----------------------------------------------------------------------
