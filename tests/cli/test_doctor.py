@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 import histcore
 from histcore.cli import doctor
+from histcore.cli.doctor import check
+from histcore.cli.main import main
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
 from tests.support.sqlite import connected, no_file_left_open, query, write_junk
 
@@ -298,7 +300,7 @@ def test_no_backup_when_nothing_needs_fixing(store: str) -> None:
 def test_fix_is_one_transaction(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
     write_store(store, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
     before = rows(store)
-    real_apply = doctor._apply
+    real_apply = check.apply_repair
     applied: list[str] = []
 
     def apply_then_fail(connection: sqlite3.Connection, session_id: str, repair: Any) -> None:
@@ -307,7 +309,7 @@ def test_fix_is_one_transaction(store: str, monkeypatch: pytest.MonkeyPatch) -> 
         if len(applied) == 2:
             raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(doctor, "_apply", apply_then_fail)
+    monkeypatch.setattr(check, "apply_repair", apply_then_fail)
     with pytest.raises(RuntimeError, match="disk on fire"):
         doctor.check_store(store, fix=True)
     assert applied == ["a", "b"]
@@ -458,17 +460,20 @@ def test_fix_result_is_the_dedupe_of_tool_items(tmp_path: Any, items: list[dict[
     ]
 
 
-# --- command-line hooks --------------------------------------------------------------
+# --- the command line --------------------------------------------------------------
 
 
-def test_main_and_subparser_hook(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_registered_once_through_the_histcore_command(
+    store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_store(store, {"s": [user("q")]})
-    assert doctor.main([store]) == 0
+    assert main(["doctor", store]) == 0
     assert "1 session(s) checked" in capsys.readouterr().out
-
-    parser = argparse.ArgumentParser(prog="histcore")
-    commands = parser.add_subparsers(dest="command")
-    doctor.add_doctor_parser(commands)
-    args = parser.parse_args(["doctor", store, "--json"])
-    assert args.run(args) == 0
+    assert main(["doctor", store, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["exit_code"] == 0
+    with pytest.raises(SystemExit) as exited:
+        main(["doctor", "--help"])
+    assert exited.value.code == 0
+    usage = capsys.readouterr().out
+    assert usage.startswith("usage: histcore doctor [-h] [--session ID] [--fix] [--json] PATH")
+    assert "Exit status: 0 nothing found" in usage

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from histcore import __version__
-from histcore.cli import doctor
 from histcore.cli.bench import command as bench
+from histcore.cli.doctor import command as doctor
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
