@@ -13,7 +13,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::canonical::MAX_DEPTH;
 use crate::encode::depth_error;
-use crate::intern::MixState;
+use crate::strings::MixState;
 
 /// Reusable deep copier (caches `copy.deepcopy`).
 pub struct Copier<'py> {

@@ -12,9 +12,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use crate::intern::Strings;
 use crate::keys::{self, Field, ItemFields, ItemType, KeyBuilder, KeyInfo};
 use crate::orphans::{ItemFacts, Oracle, Question, StatusFact, TypeFact};
+use crate::strings::Strings;
 use crate::text::str_bytes;
 
 /// Turns items into the payloads the engine reads (pydantic-style models become

@@ -2,16 +2,16 @@
 //!
 //! This file is the only Python module declaration: the Python functions, with argument
 //! handling in `args`. The rules live in plain-Rust modules (`canonical`, `keys`,
-//! `dedupe`, `orphans`, `classify`, `intern`, `digits`); Python traversal in `extract`, `encode`,
+//! `dedupe`, `orphans`, `classify`, `strings`, `digits`); Python traversal in `extract`, `encode`,
 //! `deepcopy` and `text`. `python/histcore/_pure.py` is the executable specification.
 
 pub mod canonical;
 pub mod classify;
 pub mod dedupe;
 pub mod digits;
-pub mod intern;
 pub mod keys;
 pub mod orphans;
+pub mod strings;
 
 mod args;
 mod deepcopy;
@@ -29,9 +29,9 @@ use crate::classify::ContentKeys;
 use crate::deepcopy::{Copier, PlainCopier};
 use crate::encode::Encoder;
 use crate::extract::{item_key, orphan_facts, PayloadOracle, Reader};
-use crate::intern::Strings;
 use crate::keys::KeyBuilder;
 use crate::orphans::{NoOracle, Pruning};
+use crate::strings::Strings;
 use crate::text::{str_bytes, to_py_string};
 
 /// Above this many items, the pure-Rust phases run with the GIL released.

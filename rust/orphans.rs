@@ -1,6 +1,6 @@
 //! Orphan-call pruning over per-item facts (the rules of `drop_orphan_function_calls`).
 //!
-//! The binding reads each item once into an [`ItemFacts`] (strings interned to ids); the
+//! The binding reads each item once into an [`ItemFacts`] (strings numbered to ids); the
 //! passes here are plain Rust and linear in the number of items.
 
 use crate::keys::{CallFamily, ItemType};
@@ -66,7 +66,7 @@ pub struct ItemFacts {
     /// below the `id_count` given to [`kept`]).
     pub call_id: Option<u32>,
     /// Id of `caller.caller_id` when `caller` is a dict whose `type` is `"program"` and
-    /// whose `caller_id` is a str (the id shares the interner with call ids).
+    /// whose `caller_id` is a str (the id is numbered with the call ids).
     pub program_owner: Option<u32>,
     /// `caller` is a dict whose `type` is opaque: whether it is `"program"` is asked of the
     /// [`Oracle`] (and `program_owner` holds its str `caller_id`, if any).

@@ -8,9 +8,9 @@ use _core::canonical;
 use _core::classify::{self, ContentKeys};
 use _core::dedupe;
 use _core::digits;
-use _core::intern::Strings;
 use _core::keys::{Field, ItemFields, ItemType, KeyBuilder};
 use _core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
+use _core::strings::Strings;
 use serde_json::{Map, Value};
 
 fn load(name: &str) -> Vec<Value> {
