@@ -4,13 +4,13 @@
 use std::convert::Infallible;
 use std::path::PathBuf;
 
-use _core::canonical;
-use _core::classify::{self, ContentKeys};
-use _core::dedupe;
-use _core::digits;
-use _core::keys::{Field, ItemFields, ItemType, KeyBuilder};
-use _core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
-use _core::strings::Strings;
+use _core::core::canonical;
+use _core::core::classify::{self, ContentKeys};
+use _core::core::dedupe;
+use _core::core::digits;
+use _core::core::keys::{Field, ItemFields, ItemType, KeyBuilder};
+use _core::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
+use _core::core::strings::Strings;
 use serde_json::{Map, Value};
 
 fn load(name: &str) -> Vec<Value> {
@@ -308,11 +308,7 @@ fn orphan_pruning() {
             .iter()
             .map(|item| orphan_facts(item, &mut strings))
             .collect();
-        let ids = strings.number().to_vec();
-        for facts in facts.iter_mut().flatten() {
-            facts.call_id = facts.call_id.map(|index| ids[index as usize]);
-            facts.program_owner = facts.program_owner.map(|index| ids[index as usize]);
-        }
+        orphans::number_strings(&mut facts, &mut strings);
         let prunable = mask(&case["pruning_indexes"], items.len());
         let output_prunable = mask(&case["output_pruning_indexes"], items.len());
         let pruning = Pruning {

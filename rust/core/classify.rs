@@ -4,7 +4,7 @@
 //! some position is left, and asks [`ContentKeys`] for content hashes lazily: new items
 //! first, history only when a leftover matches no unplaced new item.
 
-use crate::strings::{MixMap, MixSet};
+use super::strings::{MixMap, MixSet};
 
 /// Where a position of the callback's list goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //! The binding reads each item once into an [`ItemFacts`] (strings numbered to ids); the
 //! passes here are plain Rust and linear in the number of items.
 
-use crate::keys::{CallFamily, ItemType};
+use super::keys::{CallFamily, ItemType};
+use super::strings::Strings;
 
 /// What an item's `type` value is, for every comparison the rules make with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +82,16 @@ impl ItemFacts {
         self.kind == TypeFact::Opaque
             || self.status == StatusFact::Opaque
             || self.caller_type_opaque
+    }
+}
+
+/// Replace the push indexes in `facts` (of the strings pushed to `strings` while the items
+/// were read) by string ids: equal strings get equal ids, all below `strings.len()`.
+pub fn number_strings(facts: &mut [Option<ItemFacts>], strings: &mut Strings) {
+    let ids = strings.number();
+    for facts in facts.iter_mut().flatten() {
+        facts.call_id = facts.call_id.map(|index| ids[index as usize]);
+        facts.program_owner = facts.program_owner.map(|index| ids[index as usize]);
     }
 }
 

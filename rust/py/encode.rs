@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use crate::canonical::{self, MAX_DEPTH};
-use crate::text::{str_bytes, Text};
+use super::text::{str_bytes, Text};
+use crate::core::canonical::{self, MAX_DEPTH};
 
 /// A dict entry waiting to be written in key order.
 struct Entry<'py> {

@@ -11,9 +11,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::canonical::MAX_DEPTH;
-use crate::encode::depth_error;
-use crate::strings::MixState;
+use super::encode::depth_error;
+use crate::core::canonical::MAX_DEPTH;
+use crate::core::strings::MixState;
 
 /// Reusable deep copier (caches `copy.deepcopy`).
 pub struct Copier<'py> {

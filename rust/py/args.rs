@@ -51,6 +51,10 @@ impl<'py> Items<'py> {
         Ok(Items { list, len })
     }
 
+    pub fn py(&self) -> Python<'py> {
+        self.list.py()
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -64,6 +68,13 @@ impl<'py> Items<'py> {
 
     pub fn iter(&self) -> impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + '_ {
         (0..self.len).map(|index| self.get(index))
+    }
+
+    /// Object identities (addresses) of the items; no user code runs while they are read.
+    pub fn addresses(&self) -> PyResult<Vec<usize>> {
+        self.iter()
+            .map(|item| item.map(|item| item.as_ptr() as usize))
+            .collect()
     }
 
     /// A new list of the items at `indexes`.
