@@ -7,13 +7,18 @@
 //! - this file: the `_core` module, whose functions only parse their arguments and hand
 //!   them to `py/` and `core/`.
 //!
+//! `py/` and the module are built with the `python` feature (on by default, and named in
+//! `[tool.maturin]`); `cargo test --no-default-features` builds and tests `core/` alone.
+//!
 //! `python/histcore/_pure.py` is the executable specification; docs/design.md states the
 //! rules.
 
 pub mod core;
+#[cfg(feature = "python")]
 mod py;
 
 // The Python module `histcore._core` (no docstring: a `///` comment here would become one).
+#[cfg(feature = "python")]
 #[pyo3::pymodule]
 mod _core {
     use pyo3::exceptions::PyTypeError;
