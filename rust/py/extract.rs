@@ -139,15 +139,22 @@ impl<'py> DictPayload<'py> {
     pub fn lookup(&self, key: &Bound<'py, PyString>) -> PyResult<Option<FieldValue<'_, 'py>>> {
         let py = key.py();
         let value = if self.exact {
-            // SAFETY: an exact dict; the result is borrowed from it (NULL: missing or error).
+            // SAFETY: `self.dict` is a live exact dict and `key` a live `str`. The call
+            // returns a reference borrowed from the dict, or NULL when the key is missing
+            // or the lookup raised (a stored key's `__eq__` may).
             let found = unsafe { ffi::PyDict_GetItemWithError(self.dict.as_ptr(), key.as_ptr()) };
             if found.is_null() {
                 // Missing keys are the common case: check for an error before fetching one.
+                // SAFETY: we hold the GIL; this only reads the thread's exception state.
                 if unsafe { ffi::PyErr_Occurred() }.is_null() {
                     return Ok(None);
                 }
                 return Err(PyErr::fetch(py));
             }
+            // SAFETY: `found` is non-NULL and borrowed from the dict, which we hold. It
+            // stays valid while no Python code runs (only such code could remove it from
+            // the dict); `FieldValue::Borrowed` is read at once, and turned into an owned
+            // reference before anything that may run Python code (see the module doc).
             FieldValue::Borrowed(unsafe { Borrowed::from_ptr(py, found) })
         } else {
             FieldValue::Owned(self.dict.call_method1(intern!(py, "get"), (key,))?)

@@ -12,18 +12,29 @@ use pyo3::types::{PyBytes, PyString};
 #[inline]
 fn cached_utf8<'a>(text: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
     let mut size: ffi::Py_ssize_t = 0;
+    // SAFETY: `text` is a live object and `size` a valid place to write. For a `str` (or
+    // subclass) the call returns its cached UTF-8 data, made on first use, and runs no
+    // Python code; for anything else it returns NULL with TypeError set.
     let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(text.as_ptr(), &mut size) };
     if data.is_null() {
         // Only an unencodable surrogate gets here in practice; if something else failed,
         // the surrogatepass encoding below raises it again.
+        // SAFETY: we hold the GIL, and the exception set by the failed call is ours to
+        // discard.
         unsafe { ffi::PyErr_Clear() };
         return None;
     }
-    // SAFETY: CPython keeps the UTF-8 buffer alive and unchanged as long as the str lives.
+    // SAFETY: on success `data` points at `size` initialised bytes (`size >= 0`) that
+    // the `str` owns: CPython keeps that UTF-8 buffer alive and unchanged as long as the
+    // `str` lives, which is at least `'a` since `text` borrows a reference to it.
     Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) })
 }
 
 fn surrogatepass_bytes<'py>(text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: `text` is a live object and both names are NUL-terminated literals. The
+    // call returns a new reference (owned from here on) or NULL with an exception set,
+    // which `from_owned_ptr_or_err` raises; the UTF-8 codec's result is always an exact
+    // `bytes` (CPython checks any codec's result is bytes).
     unsafe {
         let bytes = ffi::PyUnicode_AsEncodedString(
             text.as_ptr(),
@@ -102,7 +113,10 @@ impl AsRef<[u8]> for Text<'_> {
     fn as_ref(&self) -> &[u8] {
         match self {
             Self::Static(bytes) => bytes,
-            // SAFETY: `_owner` (an immutable str or bytes object) owns the buffer.
+            // SAFETY: `data` and `len` describe the UTF-8 buffer of the `str` or the
+            // contents of the `bytes` held in `_owner` (see `of_str`). Both objects are
+            // immutable and keep that buffer, at the same address, while they live, and
+            // `_owner` lives at least as long as `self`.
             Self::Owned { data, len, .. } => unsafe { std::slice::from_raw_parts(*data, *len) },
         }
     }
@@ -111,6 +125,10 @@ impl AsRef<[u8]> for Text<'_> {
 /// A Python `str` from Python text bytes. The decoder's ASCII fast path makes this as
 /// cheap as a plain UTF-8 decode; `surrogatepass` only matters for lone surrogates.
 pub fn to_py_string<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    // SAFETY: `bytes` is valid for `bytes.len()` bytes (at most `isize::MAX`, like every
+    // Rust slice) and the error handler's name is a NUL-terminated literal. The call
+    // returns a new reference to an exact `str` (owned from here on) or NULL with an
+    // exception set, which `from_owned_ptr_or_err` raises.
     unsafe {
         let text = ffi::PyUnicode_DecodeUTF8(
             bytes.as_ptr().cast(),
