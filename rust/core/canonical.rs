@@ -86,9 +86,9 @@ fn copy_clean(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> usize {
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
             _mm_or_si128, _mm_set1_epi8, _mm_storeu_si128,
         };
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
-        let surrogate_lead = _mm_set1_epi8(0xEDu8 as i8);
+        let quote = _mm_set1_epi8(b'"'.cast_signed());
+        let backslash = _mm_set1_epi8(b'\\'.cast_signed());
+        let surrogate_lead = _mm_set1_epi8(0xEDu8.cast_signed());
         let last_control = _mm_set1_epi8(0x1F);
         while from + 16 <= text.len() {
             let chunk = _mm_loadu_si128(text.as_ptr().add(from).cast::<__m128i>());
@@ -272,7 +272,7 @@ pub fn write_float(out: &mut Vec<u8>, value: f64) {
         out.extend(std::iter::repeat_n(b'0', decpt.unsigned_abs() as usize));
         out.extend_from_slice(digits);
     } else {
-        let whole = decpt as usize;
+        let whole = decpt.unsigned_abs() as usize;
         if whole < digits.len() {
             out.extend_from_slice(&digits[..whole]);
             out.push(b'.');

@@ -161,7 +161,8 @@ pub fn index_mask(
         // SAFETY: `index` is a live `int` (checked above) and `overflow` a valid place to
         // write; the call reads the value without running Python code (no `__index__`
         // for an `int`).
-        let position = unsafe { ffi::PyLong_AsLongLongAndOverflow(index.as_ptr(), &mut overflow) };
+        let position =
+            unsafe { ffi::PyLong_AsLongLongAndOverflow(index.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
             if position == -1 {
                 if let Some(error) = PyErr::take(value.py()) {

@@ -65,7 +65,15 @@ fn copy_dict<'py>(
     // `PyDict_Next` checks `position` against the dict's current table on every call, so
     // even if Python code run by `member` changed the copy (it can only find it through
     // `gc`), the walk cannot read out of bounds; it would just see other entries.
-    while unsafe { ffi::PyDict_Next(copy.as_ptr(), &mut position, &mut key, &mut value) } != 0 {
+    while unsafe {
+        ffi::PyDict_Next(
+            copy.as_ptr(),
+            &raw mut position,
+            &raw mut key,
+            &raw mut value,
+        )
+    } != 0
+    {
         if scalar_keys && !is_shared_ptr(key) {
             return Ok(None);
         }

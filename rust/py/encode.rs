@@ -161,7 +161,7 @@ impl<'py> Encoder<'py> {
         // Reads the int value itself (never `__index__`), for subclasses too.
         // SAFETY: `value` is a live `int` (or subclass: the callers checked) and `overflow`
         // a valid place to write; for an `int` the call runs no Python code.
-        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &mut overflow) };
+        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
             if small == -1 {
                 if let Some(error) = PyErr::take(self.py) {
@@ -282,8 +282,14 @@ impl<'py> Encoder<'py> {
             // SAFETY: `value` is a live exact dict (the caller checked) and the three
             // out-pointers are valid places to write; `PyDict_Next` bounds-checks
             // `position` against the dict's table on every call.
-            while unsafe { ffi::PyDict_Next(value.as_ptr(), &mut position, &mut key, &mut member) }
-                != 0
+            while unsafe {
+                ffi::PyDict_Next(
+                    value.as_ptr(),
+                    &raw mut position,
+                    &raw mut key,
+                    &raw mut member,
+                )
+            } != 0
             {
                 // SAFETY: a successful `PyDict_Next` yields borrowed, non-NULL pointers to
                 // live objects; both become owned references before anything else runs.

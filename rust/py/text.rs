@@ -15,7 +15,7 @@ fn cached_utf8<'a>(text: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
     // SAFETY: `text` is a live object and `size` a valid place to write. For a `str` (or
     // subclass) the call returns its cached UTF-8 data, made on first use, and runs no
     // Python code; for anything else it returns NULL with TypeError set.
-    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(text.as_ptr(), &mut size) };
+    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(text.as_ptr(), &raw mut size) };
     if data.is_null() {
         // Only an unencodable surrogate gets here in practice; if something else failed,
         // the surrogatepass encoding below raises it again.
@@ -24,10 +24,11 @@ fn cached_utf8<'a>(text: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
         unsafe { ffi::PyErr_Clear() };
         return None;
     }
-    // SAFETY: on success `data` points at `size` initialised bytes (`size >= 0`) that
-    // the `str` owns: CPython keeps that UTF-8 buffer alive and unchanged as long as the
-    // `str` lives, which is at least `'a` since `text` borrows a reference to it.
-    Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) })
+    let size = usize::try_from(size).expect("a length is not negative");
+    // SAFETY: on success `data` points at `size` initialised bytes that the `str` owns:
+    // CPython keeps that UTF-8 buffer alive and unchanged as long as the `str` lives,
+    // which is at least `'a` since `text` borrows a reference to it.
+    Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) })
 }
 
 fn surrogatepass_bytes<'py>(text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
@@ -125,16 +126,13 @@ impl AsRef<[u8]> for Text<'_> {
 /// A Python `str` from Python text bytes. The decoder's ASCII fast path makes this as
 /// cheap as a plain UTF-8 decode; `surrogatepass` only matters for lone surrogates.
 pub fn to_py_string<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
-    // SAFETY: `bytes` is valid for `bytes.len()` bytes (at most `isize::MAX`, like every
-    // Rust slice) and the error handler's name is a NUL-terminated literal. The call
+    let len = ffi::Py_ssize_t::try_from(bytes.len()).expect("a slice is at most isize::MAX bytes");
+    // SAFETY: `bytes` is valid for `len` bytes and the error handler's name is a
+    // NUL-terminated literal. The call
     // returns a new reference to an exact `str` (owned from here on) or NULL with an
     // exception set, which `from_owned_ptr_or_err` raises.
     unsafe {
-        let text = ffi::PyUnicode_DecodeUTF8(
-            bytes.as_ptr().cast(),
-            bytes.len() as ffi::Py_ssize_t,
-            c"surrogatepass".as_ptr(),
-        );
+        let text = ffi::PyUnicode_DecodeUTF8(bytes.as_ptr().cast(), len, c"surrogatepass".as_ptr());
         Bound::from_owned_ptr_or_err(py, text).map(|t| t.cast_into_unchecked())
     }
 }

@@ -29,12 +29,17 @@ fn name(case: &Value) -> &str {
     case["name"].as_str().expect("every case has a name")
 }
 
+fn as_index(value: &Value) -> usize {
+    let index = value.as_u64().expect("a non-negative index");
+    usize::try_from(index).expect("an index fits usize")
+}
+
 fn indexes(value: &Value) -> Vec<usize> {
     value
         .as_array()
         .expect("an array of indexes")
         .iter()
-        .map(|index| index.as_u64().expect("a non-negative index") as usize)
+        .map(as_index)
         .collect()
 }
 
@@ -361,11 +366,11 @@ fn callback_classification() {
         let mut combined = Vec::new();
         for (position, entry) in case["combined"].as_array().unwrap().iter().enumerate() {
             if let Some(index) = entry.get("history") {
-                let index = index.as_u64().unwrap() as usize;
+                let index = as_index(index);
                 combined_ids.push(index);
                 combined.push(&history[index]);
             } else if let Some(index) = entry.get("new") {
-                let index = index.as_u64().unwrap() as usize;
+                let index = as_index(index);
                 combined_ids.push(history.len() + index);
                 combined.push(&new_items[index]);
             } else {
