@@ -204,9 +204,9 @@ mod _core {
     /// keys of those scalar types too), nested at most MAX_DEPTH deep: the copy
     /// ``copy.deepcopy`` would give. Returns None instead when anything else appears, when
     /// nesting goes deeper (cycles included), when a container is reached twice unless
-    /// ``allow_shared`` (shared containers are then copied once per reference), or when the
-    /// copy would hold more than 1024 containers per item plus 2**20 (sharing can make a
-    /// copy far larger than its input). Runs no Python code.
+    /// ``allow_shared`` (shared containers are then copied once per reference), or when
+    /// the copy would hold more than 1024 containers per item plus 2**20 (sharing can make
+    /// a copy far larger than its input). Runs no Python code of the items.
     #[pyfunction]
     #[pyo3(signature = (items, *, allow_shared=false))]
     fn plain_json_copy<'py>(
@@ -295,12 +295,12 @@ mod _core {
 
     // --- exact JSON decoding ---------------------------------------------------------
 
-    /// Positions of the texts that hold 19 or more consecutive ASCII digits.
+    /// Positions of the texts (str or bytes) holding 19 or more consecutive ASCII digits.
     ///
-    /// A JSON integer there may not fit in 64 bits, which orjson would read as a float
-    /// (dropping digits); such texts are decoded by the standard library instead. A long
-    /// run inside a string is reported too (it only costs a slower decode). ``texts``
-    /// holds str or bytes; anything else raises TypeError naming its position.
+    /// A JSON integer there may not fit in 64 bits, which orjson would read as a float;
+    /// such texts are decoded by the standard library instead. A long run inside a string
+    /// is reported too (it only costs a slower decode). Other values raise TypeError
+    /// naming their position.
     #[pyfunction]
     #[pyo3(signature = (texts, *extra), text_signature = "(texts)")]
     fn long_integer_candidates<'py>(
