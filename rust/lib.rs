@@ -1,17 +1,26 @@
 //! `histcore._core`: the Rust engine of histcore.
 //!
-//! - `core/`: the rules in plain Rust, no pyo3 (`canonical`, `keys`, `dedupe`, `orphans`,
-//!   `classify`, `strings`, `digits`); `cargo test` checks them and the golden vectors.
-//! - `py/`: what reads and builds Python objects (`args`, `extract`, `encode`, `content`,
-//!   `deepcopy`, `text`, `orphans`, `gil`).
-//! - this file: the `_core` module, whose functions only parse their arguments and hand
-//!   them to `py/` and `core/`.
+//! The crate is laid out in three layers:
 //!
-//! `py/` and the module are built with the `python` feature (on by default, and named in
-//! `[tool.maturin]`); `cargo test --no-default-features` builds and tests `core/` alone.
+//! - `core/`: the rules in plain Rust, without pyo3: canonical encoding (`canonical`),
+//!   dedupe keys and item types (`keys`), dedupe (`dedupe`), orphan-call pruning
+//!   (`orphans`), callback classification (`classify`), string numbering and hashing
+//!   (`strings`), and the long-integer scan (`digits`). Python objects reach it only
+//!   through small traits (`ItemFields`, `ContentKeys`, `Oracle`). `cargo test` checks it,
+//!   with the golden vectors in `rust/tests/vectors.rs`.
+//! - `py/`: what reads and builds Python objects: argument lists (`args`), item payloads
+//!   and dedupe keys (`extract`), orphan-pruning facts (`orphans`), the canonical walker
+//!   (`encode`) and content keys (`content`), copies (`deepcopy`), `str` text (`text`),
+//!   and when a call releases the GIL (`gil`).
+//! - this file: the `#[pymodule]` declaration; each function only parses its arguments
+//!   and hands them to `py/` and `core/`.
 //!
-//! `python/histcore/_pure.py` is the executable specification; docs/design.md states the
-//! rules.
+//! `py/` and the module need the `python` Cargo feature (on by default, and named in
+//! `[tool.maturin]`); `cargo test --no-default-features` builds and tests `core/` with
+//! no Python at all.
+//!
+//! The pure-Python twin of these functions is the executable specification: results,
+//! errors and docstrings are the same. docs/design.md states the rules.
 
 pub mod core;
 #[cfg(feature = "python")]

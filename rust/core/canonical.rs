@@ -1,4 +1,4 @@
-//! Byte-level rules of the canonical content form (DESIGN.md, "Canonical content form").
+//! Byte-level rules of the canonical content form (docs/design.md, "Canonical content form").
 //!
 //! Plain Rust, no Python: the walker in `encode.rs` feeds it values, `cargo test` checks it
 //! against the golden vectors.
