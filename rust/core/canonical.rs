@@ -1,6 +1,6 @@
 //! Byte-level rules of the canonical content form (docs/design.md, "Canonical content form").
 //!
-//! Plain Rust, no Python: the walker in `encode.rs` feeds it values, `cargo test` checks it
+//! Plain Rust, no Python: the walker in `py::encode` feeds it values, `cargo test` checks it
 //! against the golden vectors.
 //!
 //! Text arrives as *Python text bytes*: UTF-8, except that a lone surrogate code point (which

@@ -1,6 +1,6 @@
 //! Orphan-call pruning over per-item facts (the rules of `drop_orphan_function_calls`).
 //!
-//! The binding reads each item once into an [`ItemFacts`] (strings numbered to ids); the
+//! `py::orphans` reads each item once into an [`ItemFacts`] (strings numbered to ids); the
 //! passes here are plain Rust and linear in the number of items.
 
 use super::keys::{CallFamily, ItemType};

@@ -1,4 +1,4 @@
-//! Walks Python values into the canonical writer (`canonical.rs`).
+//! Walks Python values into the canonical writer (`core::canonical`).
 //!
 //! Exact builtin types are dispatched first by type pointer; subclasses then follow the
 //! pure twin's `isinstance` order. One output buffer and one entry buffer per nesting level

@@ -1,5 +1,5 @@
 //! Python `str` <-> Python text bytes (UTF-8, with lone surrogates in the 3-byte form that
-//! Python's `surrogatepass` handler writes; see `canonical.rs`).
+//! Python's `surrogatepass` handler writes; see `core::canonical`).
 
 use pyo3::ffi;
 use pyo3::prelude::*;
