@@ -4,13 +4,13 @@
 use std::convert::Infallible;
 use std::path::PathBuf;
 
-use _core::canonical;
-use _core::classify::{self, ContentKeys};
-use _core::dedupe;
-use _core::digits;
-use _core::intern::Strings;
-use _core::keys::{Field, ItemFields, ItemType, KeyBuilder};
-use _core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
+use _core::core::canonical;
+use _core::core::classify::{self, ContentKeys};
+use _core::core::dedupe;
+use _core::core::digits;
+use _core::core::keys::{Field, ItemFields, ItemType, KeyBuilder};
+use _core::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
+use _core::core::strings::Strings;
 use serde_json::{Map, Value};
 
 fn load(name: &str) -> Vec<Value> {
@@ -29,12 +29,17 @@ fn name(case: &Value) -> &str {
     case["name"].as_str().expect("every case has a name")
 }
 
+fn as_index(value: &Value) -> usize {
+    let index = value.as_u64().expect("a non-negative index");
+    usize::try_from(index).expect("an index fits usize")
+}
+
 fn indexes(value: &Value) -> Vec<usize> {
     value
         .as_array()
         .expect("an array of indexes")
         .iter()
-        .map(|index| index.as_u64().expect("a non-negative index") as usize)
+        .map(as_index)
         .collect()
 }
 
@@ -308,11 +313,7 @@ fn orphan_pruning() {
             .iter()
             .map(|item| orphan_facts(item, &mut strings))
             .collect();
-        let ids = strings.number().to_vec();
-        for facts in facts.iter_mut().flatten() {
-            facts.call_id = facts.call_id.map(|index| ids[index as usize]);
-            facts.program_owner = facts.program_owner.map(|index| ids[index as usize]);
-        }
+        orphans::number_strings(&mut facts, &mut strings);
         let prunable = mask(&case["pruning_indexes"], items.len());
         let output_prunable = mask(&case["output_pruning_indexes"], items.len());
         let pruning = Pruning {
@@ -365,11 +366,11 @@ fn callback_classification() {
         let mut combined = Vec::new();
         for (position, entry) in case["combined"].as_array().unwrap().iter().enumerate() {
             if let Some(index) = entry.get("history") {
-                let index = index.as_u64().unwrap() as usize;
+                let index = as_index(index);
                 combined_ids.push(index);
                 combined.push(&history[index]);
             } else if let Some(index) = entry.get("new") {
-                let index = index.as_u64().unwrap() as usize;
+                let index = as_index(index);
                 combined_ids.push(history.len() + index);
                 combined.push(&new_items[index]);
             } else {

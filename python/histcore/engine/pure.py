@@ -426,6 +426,24 @@ def drop_orphan_function_calls(
     payloads = [_dumped(item) for item in items]
     dicts = [p if isinstance(p, dict) else None for p in payloads]
 
+    # The six passes of the Rust engine's orphans::kept, with the same names and order.
+    completed, retained_owner_ids = _completed_and_retained_owners(dicts, prunable)
+    matched_anonymous = _matched_anonymous_searches(dicts)
+    programs = _active_and_orphan_programs(dicts, prunable, completed, retained_owner_ids)
+    dropped, orphaned = _drop_orphans(dicts, prunable, completed, matched_anonymous, programs)
+    if output_prunable is not None:
+        _drop_outputs_without_calls(dicts, output_prunable, dropped)
+    if not any(dropped):
+        return list(items)
+    _drop_reasoning_before_orphans(dicts, prunable, dropped, orphaned)
+    return [item for index, item in enumerate(items) if not dropped[index]]
+
+
+def _completed_and_retained_owners(
+    dicts: list[dict[Any, Any] | None], prunable: list[bool] | None
+) -> tuple[dict[str, set[str]], set[str]]:
+    """Pass 1: the call ids of the outputs present (per output type), and the program
+    ids that still own a retained item."""
     completed: dict[str, set[str]] = {output: set() for output in OUTPUT_TYPES}
     retained_owner_ids: set[str] = set()
     for index, payload in enumerate(dicts):
@@ -448,11 +466,15 @@ def drop_orphan_function_calls(
             )
         if retained:
             retained_owner_ids.add(owner)
+    return completed, retained_owner_ids
 
-    # Anonymous tool searches pair with later anonymous outputs, innermost first.
+
+def _matched_anonymous_searches(dicts: list[dict[Any, Any] | None]) -> set[int]:
+    """Pass 2: anonymous tool searches pair with later anonymous outputs, innermost
+    first. The positions of the searches that found their output."""
     matched_anonymous: set[int] = set()
     pending_outputs = 0
-    for index in range(length - 1, -1, -1):
+    for index in range(len(dicts) - 1, -1, -1):
         payload = dicts[index]
         if payload is None or isinstance(payload.get("call_id"), str):
             continue
@@ -462,7 +484,17 @@ def drop_orphan_function_calls(
         elif kind == "tool_search_call" and pending_outputs > 0:
             matched_anonymous.add(index)
             pending_outputs -= 1
+    return matched_anonymous
 
+
+def _active_and_orphan_programs(
+    dicts: list[dict[Any, Any] | None],
+    prunable: list[bool] | None,
+    completed: dict[str, set[str]],
+    retained_owner_ids: set[str],
+) -> tuple[set[str], set[str]]:
+    """Pass 3: the prunable programs without an output, active while they own a
+    retained item, orphan otherwise."""
     active_programs: set[str] = set()
     orphan_programs: set[str] = set()
     for index, payload in enumerate(dicts):
@@ -474,12 +506,23 @@ def drop_orphan_function_calls(
         if not isinstance(call_id, str) or call_id in completed["program_output"]:
             continue
         (active_programs if call_id in retained_owner_ids else orphan_programs).add(call_id)
+    return active_programs, orphan_programs
 
-    dropped = [False] * length
-    # Dropped as an orphan (not merely as an output whose call is gone): such a drop
-    # also takes the reasoning run directly before it.
-    orphaned = [False] * length
-    any_dropped = False
+
+def _drop_orphans(
+    dicts: list[dict[Any, Any] | None],
+    prunable: list[bool] | None,
+    completed: dict[str, set[str]],
+    matched_anonymous: set[int],
+    programs: tuple[set[str], set[str]],
+) -> tuple[list[bool], list[bool]]:
+    """Pass 4: drop the prunable calls without an output (unless still answered in some
+    other way) and the items that orphan programs issued. Returns ``(dropped,
+    orphaned)``: orphaned marks a drop as an orphan (not merely as an output whose call
+    is gone), which also takes the reasoning run directly before it."""
+    active_programs, orphan_programs = programs
+    dropped = [False] * len(dicts)
+    orphaned = [False] * len(dicts)
     for index, payload in enumerate(dicts):
         if payload is None or (prunable is not None and not prunable[index]):
             continue
@@ -488,7 +531,7 @@ def drop_orphan_function_calls(
             continue
         owner = _program_caller_id(payload)
         if owner is not None and owner in orphan_programs:
-            dropped[index] = orphaned[index] = any_dropped = True
+            dropped[index] = orphaned[index] = True
             continue
         output_type = CALL_TO_OUTPUT_TYPE.get(kind)
         if output_type is None:
@@ -503,49 +546,56 @@ def drop_orphan_function_calls(
                 continue
         elif kind == "tool_search_call" and index in matched_anonymous:
             continue
-        dropped[index] = orphaned[index] = any_dropped = True
+        dropped[index] = orphaned[index] = True
+    return dropped, orphaned
 
-    if output_prunable is not None:
-        available: dict[str, set[str]] = {output: set() for output in OUTPUT_TYPES}
-        for index, payload in enumerate(dicts):
-            if payload is None or dropped[index]:
-                continue
-            kind = payload.get("type")
-            output_type = CALL_TO_OUTPUT_TYPE.get(kind) if isinstance(kind, str) else None
-            call_id = payload.get("call_id")
-            if output_type is not None and isinstance(call_id, str):
-                available[output_type].add(call_id)
-        for index, payload in enumerate(dicts):
-            if payload is None or dropped[index] or not output_prunable[index]:
-                continue
-            kind = payload.get("type")
-            call_id = payload.get("call_id")
-            if (
-                isinstance(kind, str)
-                and kind in OUTPUT_TYPES
-                and isinstance(call_id, str)
-                and call_id not in available[kind]
-            ):
-                dropped[index] = any_dropped = True
 
-    if not any_dropped:
-        return list(items)
+def _drop_outputs_without_calls(
+    dicts: list[dict[Any, Any] | None], output_prunable: list[bool], dropped: list[bool]
+) -> None:
+    """Pass 5 (with ``output_pruning_indexes``): drop the outputs at ``output_prunable``
+    positions whose call did not stay."""
+    available: dict[str, set[str]] = {output: set() for output in OUTPUT_TYPES}
+    for index, payload in enumerate(dicts):
+        if payload is None or dropped[index]:
+            continue
+        kind = payload.get("type")
+        output_type = CALL_TO_OUTPUT_TYPE.get(kind) if isinstance(kind, str) else None
+        call_id = payload.get("call_id")
+        if output_type is not None and isinstance(call_id, str):
+            available[output_type].add(call_id)
+    for index, payload in enumerate(dicts):
+        if payload is None or dropped[index] or not output_prunable[index]:
+            continue
+        kind = payload.get("type")
+        call_id = payload.get("call_id")
+        if (
+            isinstance(kind, str)
+            and kind in OUTPUT_TYPES
+            and isinstance(call_id, str)
+            and call_id not in available[kind]
+        ):
+            dropped[index] = True
 
-    # A reasoning item belongs to the next non-reasoning item; it goes when that item
-    # was dropped as an orphan (one backward sweep, so long reasoning runs stay linear).
-    drop_reasoning = [False] * length
+
+def _drop_reasoning_before_orphans(
+    dicts: list[dict[Any, Any] | None],
+    prunable: list[bool] | None,
+    dropped: list[bool],
+    orphaned: list[bool],
+) -> None:
+    """Pass 6: a reasoning item belongs to the next non-reasoning item; it goes when
+    that item was dropped as an orphan (one backward sweep, so long reasoning runs stay
+    linear)."""
     follower_dropped = False
-    for index in range(length - 1, -1, -1):
+    for index in range(len(dicts) - 1, -1, -1):
         payload = dicts[index]
         if payload is not None and payload.get("type") == "reasoning":
             if follower_dropped and not dropped[index]:
                 if prunable is None or prunable[index]:
-                    drop_reasoning[index] = True
+                    dropped[index] = True
         else:
             follower_dropped = orphaned[index]
-    return [
-        item for index, item in enumerate(items) if not dropped[index] and not drop_reasoning[index]
-    ]
 
 
 # --- session-callback classification -----------------------------------------------

@@ -1,6 +1,6 @@
-//! Dedupe over key ids (DESIGN.md, "First-wins dedupe" and "Latest-value dedupe").
+//! Dedupe over key ids (docs/design.md, "First-wins dedupe" and "Latest-value dedupe").
 //!
-//! Items are given as their key id (dense ids from an interner; `None` for items that never
+//! Items are given as their key id (dense ids from `strings::Strings`; `None` for items that never
 //! collapse). Results are input indexes, so the binding can return the very same objects.
 
 /// Indexes of the items kept by first-wins dedupe: the first occurrence of every key, and

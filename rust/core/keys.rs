@@ -1,4 +1,4 @@
-//! Item type tables and dedupe-key construction (DESIGN.md, "Dedupe key").
+//! Item type tables and dedupe-key construction (docs/design.md, "Dedupe key").
 //!
 //! Plain Rust: reading fields out of a Python item is behind the [`ItemFields`] trait, so
 //! the rules here are shared by the binding and by `cargo test`.
@@ -174,7 +174,7 @@ impl KeyBuilder {
     }
 
     /// The dedupe key of a dict item (see [`KeyBuilder::key`]); `None` when the item never
-    /// collapses. Rules 2-8 of DESIGN.md (rule 1, "not a dict", is the caller's).
+    /// collapses. Rules 2-8 of docs/design.md (rule 1, "not a dict", is the caller's).
     pub fn build<F: ItemFields>(&mut self, item: &mut F) -> Result<Option<KeyInfo>, F::Error> {
         if item.has_role()? {
             return Ok(None);

@@ -1,5 +1,5 @@
 //! Reading item facts out of Python objects: the payload an item stands for, dict field
-//! access, dedupe-key fields and orphan-pruning facts.
+//! access, and the dedupe key of an item (orphan-pruning facts are read in `orphans`).
 //!
 //! Field lookups in exact dicts return *borrowed* references (no reference counting, no
 //! write to the value's memory). Such a reference is read at once (type check, UTF-8
@@ -12,10 +12,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use crate::intern::Strings;
-use crate::keys::{self, Field, ItemFields, ItemType, KeyBuilder, KeyInfo};
-use crate::orphans::{ItemFacts, Oracle, Question, StatusFact, TypeFact};
-use crate::text::str_bytes;
+use super::args::Items;
+use super::gil::maybe_detach;
+use super::text::str_bytes;
+use crate::core::dedupe::Keyed;
+use crate::core::keys::{Field, ItemFields, KeyBuilder, KeyInfo};
+use crate::core::strings::Strings;
 
 /// Turns items into the payloads the engine reads (pydantic-style models become
 /// `model_dump(exclude_unset=True)`, called once per item per pass).
@@ -99,7 +101,7 @@ impl<'py> FieldValue<'_, 'py> {
 
 /// Whether `value` is a `str` (exact type first: one pointer comparison).
 #[inline]
-fn is_str(value: &Bound<'_, PyAny>) -> bool {
+pub fn is_str(value: &Bound<'_, PyAny>) -> bool {
     value.is_exact_instance_of::<PyString>() || value.is_instance_of::<PyString>()
 }
 
@@ -111,6 +113,10 @@ pub struct DictPayload<'py> {
 }
 
 impl<'py> DictPayload<'py> {
+    pub fn py(&self) -> Python<'py> {
+        self.dict.py()
+    }
+
     /// `value` as a dict payload, or None when it is not a dict.
     pub fn of(value: Bound<'py, PyAny>) -> Option<Self> {
         if value.is_exact_instance_of::<PyDict>() {
@@ -133,15 +139,22 @@ impl<'py> DictPayload<'py> {
     pub fn lookup(&self, key: &Bound<'py, PyString>) -> PyResult<Option<FieldValue<'_, 'py>>> {
         let py = key.py();
         let value = if self.exact {
-            // SAFETY: an exact dict; the result is borrowed from it (NULL: missing or error).
+            // SAFETY: `self.dict` is a live exact dict and `key` a live `str`. The call
+            // returns a reference borrowed from the dict, or NULL when the key is missing
+            // or the lookup raised (a stored key's `__eq__` may).
             let found = unsafe { ffi::PyDict_GetItemWithError(self.dict.as_ptr(), key.as_ptr()) };
             if found.is_null() {
                 // Missing keys are the common case: check for an error before fetching one.
+                // SAFETY: we hold the GIL; this only reads the thread's exception state.
                 if unsafe { ffi::PyErr_Occurred() }.is_null() {
                     return Ok(None);
                 }
                 return Err(PyErr::fetch(py));
             }
+            // SAFETY: `found` is non-NULL and borrowed from the dict, which we hold. It
+            // stays valid while no Python code runs (only such code could remove it from
+            // the dict); `FieldValue::Borrowed` is read at once, and turned into an owned
+            // reference before anything that may run Python code (see the module doc).
             FieldValue::Borrowed(unsafe { Borrowed::from_ptr(py, found) })
         } else {
             FieldValue::Owned(self.dict.call_method1(intern!(py, "get"), (key,))?)
@@ -177,12 +190,12 @@ impl ItemFields for KeyFields<'_, '_> {
     type Error = PyErr;
 
     fn has_role(&mut self) -> PyResult<bool> {
-        let py = self.payload.dict.py();
+        let py = self.payload.py();
         Ok(self.payload.lookup(intern!(py, "role"))?.is_some())
     }
 
     fn kind(&mut self, text: &mut Vec<u8>) -> PyResult<bool> {
-        let py = self.payload.dict.py();
+        let py = self.payload.py();
         text.clear();
         let none = |text: &mut Vec<u8>| {
             text.extend_from_slice(b"None");
@@ -215,7 +228,7 @@ impl ItemFields for KeyFields<'_, '_> {
     }
 
     fn str_field(&mut self, field: Field, text: &mut Vec<u8>) -> PyResult<bool> {
-        let py = self.payload.dict.py();
+        let py = self.payload.py();
         let name = match field {
             Field::CallId => intern!(py, "call_id"),
             Field::Id => intern!(py, "id"),
@@ -237,163 +250,29 @@ pub fn item_key<'py>(
     }
 }
 
-/// A value whose comparisons with a `str` literal run no user code and are always False.
-fn never_equals_str(value: &Bound<'_, PyAny>) -> bool {
-    value.is_exact_instance_of::<PyInt>()
-        || value.is_exact_instance_of::<PyFloat>()
-        || value.is_exact_instance_of::<PyBool>()
-        || value.is_exact_instance_of::<PyDict>()
-        || value.is_exact_instance_of::<PyList>()
-        || value.is_exact_instance_of::<PyTuple>()
-}
-
-/// Reads the facts orphan pruning needs from one dict payload; call ids and program ids
-/// are pushed to `ids` (the facts hold their push indexes, see [`Strings::number`]). No
-/// comparison here runs user code: those of opaque values are left to [`PayloadOracle`],
-/// at the point where the rules make them.
-pub fn orphan_facts(payload: &DictPayload<'_>, ids: &mut Strings) -> PyResult<ItemFacts> {
-    let py = payload.dict.py();
-    let kind = match payload.lookup(intern!(py, "type"))? {
-        None => TypeFact::NeverEqual,
-        Some(kind) if is_str(&kind) => TypeFact::Str(ItemType::of(str_bytes(&kind)?.as_bytes())),
-        Some(kind) if never_equals_str(&kind) => TypeFact::NeverEqual,
-        Some(_) => TypeFact::Opaque,
-    };
-    let call_id = match payload.lookup(intern!(py, "call_id"))? {
-        Some(call_id) if is_str(&call_id) => Some(ids.push(str_bytes(&call_id)?.as_bytes())),
-        _ => None,
-    };
-    let mut caller_type_opaque = false;
-    let caller = payload
-        .lookup(intern!(py, "caller"))?
-        .map(FieldValue::into_owned)
-        .and_then(DictPayload::of);
-    let program_owner = match caller {
-        Some(caller) => {
-            let is_program = match caller.lookup(intern!(py, "type"))? {
-                None => false,
-                Some(kind) if is_str(&kind) => str_bytes(&kind)?.as_bytes() == b"program",
-                Some(kind) if never_equals_str(&kind) => false,
-                Some(_) => {
-                    caller_type_opaque = true;
-                    true
-                }
-            };
-            if !is_program {
-                None
-            } else {
-                match caller.lookup(intern!(py, "caller_id"))? {
-                    Some(owner) if is_str(&owner) => Some(ids.push(str_bytes(&owner)?.as_bytes())),
-                    _ => None,
-                }
-            }
-        }
-        None => None,
-    };
-    let may_be_shell_call = match kind {
-        TypeFact::Str(kind) => kind == ItemType::Call(keys::CallFamily::Shell),
-        TypeFact::NeverEqual => false,
-        TypeFact::Opaque => true,
-    };
-    let status = if may_be_shell_call {
-        match payload.lookup(intern!(py, "status"))? {
-            None => StatusFact::Pending,
-            Some(status) if is_str(&status) => {
-                if str_bytes(&status)?.as_bytes() == b"in_progress" {
-                    StatusFact::Pending
-                } else {
-                    StatusFact::NotPending
-                }
-            }
-            Some(status) if never_equals_str(&status) => StatusFact::NotPending,
-            Some(_) => StatusFact::Opaque,
-        }
-    } else {
-        StatusFact::NotPending
-    };
-    Ok(ItemFacts {
-        kind,
-        call_id,
-        program_owner,
-        caller_type_opaque,
-        status,
-    })
-}
-
-/// Answers comparisons of opaque values by asking Python, re-reading the fields as the
-/// pure twin does. Holds the payloads of the items that have opaque facts.
-pub struct PayloadOracle<'py> {
-    payloads: Vec<(usize, DictPayload<'py>)>,
-}
-
-impl<'py> PayloadOracle<'py> {
-    pub fn new() -> Self {
-        PayloadOracle {
-            payloads: Vec::new(),
-        }
+/// The dedupe key of every item as an id (None for unkeyed items; equal keys have equal
+/// ids), and a bound on the ids.
+pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
+    let py = items.py();
+    let mut reader = Reader::new(py);
+    let mut strings = Strings::reuse();
+    let mut builder = KeyBuilder::default();
+    let mut keys = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        keys.push(
+            item_key(&mut reader, item?, &mut builder)?.map(|info| Keyed {
+                id: strings.push(builder.key()),
+                precursor: info.precursor,
+            }),
+        );
     }
-
-    /// Keep the payload of item `index` (indexes must come in increasing order).
-    pub fn remember(&mut self, index: usize, payload: DictPayload<'py>) {
-        self.payloads.push((index, payload));
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.payloads.is_empty()
-    }
-}
-
-impl Oracle for PayloadOracle<'_> {
-    type Error = PyErr;
-
-    fn ask(&mut self, index: usize, question: Question) -> PyResult<bool> {
-        let position = self
-            .payloads
-            .binary_search_by_key(&index, |(index, _)| *index)
-            .expect("questions are only asked about items with opaque facts");
-        let payload = &self.payloads[position].1;
-        let py = payload.dict.py();
-        let (value, literal, negated) = match question {
-            Question::TypeEqualsToolSearchOutput => (
-                payload.get(intern!(py, "type"))?,
-                "tool_search_output",
-                false,
-            ),
-            Question::TypeEqualsToolSearchCall => {
-                (payload.get(intern!(py, "type"))?, "tool_search_call", false)
-            }
-            Question::TypeNotUnequalProgram => (payload.get(intern!(py, "type"))?, "program", true),
-            Question::TypeNotUnequalShellCall => {
-                (payload.get(intern!(py, "type"))?, "shell_call", true)
-            }
-            Question::TypeEqualsReasoning => {
-                (payload.get(intern!(py, "type"))?, "reasoning", false)
-            }
-            Question::StatusEqualsInProgress => {
-                (payload.get(intern!(py, "status"))?, "in_progress", false)
-            }
-            Question::CallerTypeNotUnequalProgram => {
-                let caller = payload
-                    .get(intern!(py, "caller"))?
-                    .and_then(DictPayload::of);
-                let kind = match caller {
-                    Some(caller) => caller.get(intern!(py, "type"))?,
-                    None => None,
-                };
-                (kind, "program", true)
-            }
-        };
-        let Some(value) = value else {
-            return Ok(false);
-        };
-        let literal = PyString::new(py, literal);
-        if value.is_instance_of::<PyString>() {
-            return Ok(str_bytes(&value)?.as_bytes() == str_bytes(literal.as_any())?.as_bytes());
+    let key_count = strings.len();
+    maybe_detach(py, items.len(), || {
+        let ids = strings.number();
+        for key in keys.iter_mut().flatten() {
+            key.id = ids[key.id as usize];
         }
-        if negated {
-            Ok(!value.ne(literal)?)
-        } else {
-            value.eq(literal)
-        }
-    }
+    });
+    strings.recycle();
+    Ok((keys, key_count))
 }

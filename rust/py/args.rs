@@ -31,7 +31,7 @@ pub struct Items<'py> {
 impl<'py> Items<'py> {
     pub fn of(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
         let list = if value.is_exact_instance_of::<PyList>() {
-            // SAFETY: checked to be an exact list.
+            // SAFETY: `value` was just checked to be an exact `list`, so it is a `PyList`.
             unsafe { value.cast_unchecked::<PyList>() }.clone()
         } else {
             let rejected = value.is_instance_of::<PyString>()
@@ -44,11 +44,21 @@ impl<'py> Items<'py> {
                     type_name(value)?
                 )));
             }
+            // SAFETY: `value` is a live object (we hold a reference to it and the GIL), which
+            // is all `PySequence_List` asks; it returns a new reference or NULL with an
+            // exception set.
             let list = unsafe { ffi::PySequence_List(value.as_ptr()) };
+            // SAFETY: `list` is that new reference (owned from here on) or NULL, which
+            // `from_owned_ptr_or_err` turns into the pending exception; a non-NULL result
+            // of `PySequence_List` is always a new exact `list`.
             unsafe { Bound::from_owned_ptr_or_err(value.py(), list)?.cast_into_unchecked() }
         };
         let len = list.len();
         Ok(Items { list, len })
+    }
+
+    pub fn py(&self) -> Python<'py> {
+        self.list.py()
     }
 
     pub fn len(&self) -> usize {
@@ -64,6 +74,13 @@ impl<'py> Items<'py> {
 
     pub fn iter(&self) -> impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + '_ {
         (0..self.len).map(|index| self.get(index))
+    }
+
+    /// Object identities (addresses) of the items; no user code runs while they are read.
+    pub fn addresses(&self) -> PyResult<Vec<usize>> {
+        self.iter()
+            .map(|item| item.map(|item| item.as_ptr() as usize))
+            .collect()
     }
 
     /// A new list of the items at `indexes`.
@@ -86,16 +103,29 @@ pub fn new_list<'py>(
     mut member: impl FnMut(usize) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let size = ffi::Py_ssize_t::try_from(len).expect("a list length fits Py_ssize_t");
-    // SAFETY: PyList_New gives a list with `len` NULL slots, each filled exactly once below
-    // (PyList_SetItem steals the reference); on error the partly filled list is released,
-    // which CPython allows.
-    let list = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyList_New(size))? };
-    for position in 0..len {
+    // SAFETY: `PyList_New` returns a new reference (owned from here on) to a list of
+    // `size` NULL slots, or NULL with an exception set, which `from_owned_ptr_or_err`
+    // raises. A list with NULL slots must not reach Python code, and `member` may run some
+    // (`model_dump`, `copy.deepcopy`); untracking it from the garbage collector keeps it
+    // out of `gc.get_objects()` and `gc.get_referrers()`, the only ways that code could
+    // find it. Untracking a tracked object is always allowed.
+    let list = unsafe {
+        let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(size))?;
+        ffi::PyObject_GC_UnTrack(list.as_ptr().cast());
+        list
+    };
+    for (position, slot) in (0..size).enumerate() {
         let value = member(position)?;
-        unsafe {
-            ffi::PyList_SetItem(list.as_ptr(), position as ffi::Py_ssize_t, value.into_ptr())
-        };
+        // SAFETY: `slot` is in range and still NULL (each slot is filled once, in order);
+        // `PyList_SetItem` steals the new reference that `into_ptr` hands over. If
+        // `member` fails, dropping the partly filled list is fine: the list deallocator
+        // skips NULL slots.
+        unsafe { ffi::PyList_SetItem(list.as_ptr(), slot, value.into_ptr()) };
     }
+    // SAFETY: every slot now holds an object, so the list may be seen by the collector
+    // (and Python code) again; it was untracked above, and is tracked exactly once here.
+    unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
+    // SAFETY: `list` came from `PyList_New`, so it is an exact `list`.
     Ok(unsafe { list.cast_into_unchecked() })
 }
 
@@ -128,7 +158,11 @@ pub fn index_mask(
             )));
         }
         let mut overflow = 0;
-        let position = unsafe { ffi::PyLong_AsLongLongAndOverflow(index.as_ptr(), &mut overflow) };
+        // SAFETY: `index` is a live `int` (checked above) and `overflow` a valid place to
+        // write; the call reads the value without running Python code (no `__index__`
+        // for an `int`).
+        let position =
+            unsafe { ffi::PyLong_AsLongLongAndOverflow(index.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
             if position == -1 {
                 if let Some(error) = PyErr::take(value.py()) {

@@ -87,40 +87,42 @@ impl Strings {
     pub fn number(&mut self) -> &[u32] {
         const EMPTY: u64 = u64::MAX;
         // Hashes are computed this far ahead of their probe, and their slot prefetched.
-        const AHEAD: usize = 16;
-        let count = self.len();
+        const AHEAD: u32 = 16;
+        // `push` hands out u32 indexes, so the count fits too.
+        let count = u32::try_from(self.len()).expect("fewer than 2^32 strings");
         // Load factor at most 1/2; a slot packs the hash's upper half (to reject most
         // mismatches without touching the arena) over the string index.
-        let size = (count * 2).next_power_of_two().max(8);
+        let size = (self.len() * 2).next_power_of_two().max(8);
         let mask = size - 1;
         let mut slots = std::mem::take(&mut self.slots);
         slots.clear();
         slots.resize(size, EMPTY);
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
-        ids.reserve(count);
-        let mut ring = [0u64; AHEAD];
-        for (index, hash) in ring.iter_mut().enumerate().take(count) {
-            *hash = xxh3_64(self.get(index as u32));
-            prefetch(&slots[*hash as usize & mask]);
+        ids.reserve(self.len());
+        let mut ring = [0u64; AHEAD as usize];
+        for (index, hash) in (0..count).zip(ring.iter_mut()) {
+            *hash = xxh3_64(self.get(index));
+            prefetch(&slots[slot_of(*hash, mask)]);
         }
         for index in 0..count {
-            let hash = ring[index % AHEAD];
-            if index + AHEAD < count {
-                let ahead = xxh3_64(self.get((index + AHEAD) as u32));
-                prefetch(&slots[ahead as usize & mask]);
-                ring[index % AHEAD] = ahead;
+            let ring_slot = (index % AHEAD) as usize;
+            let hash = ring[ring_slot];
+            if count - index > AHEAD {
+                let ahead = xxh3_64(self.get(index + AHEAD));
+                prefetch(&slots[slot_of(ahead, mask)]);
+                ring[ring_slot] = ahead;
             }
             let tag = hash >> 32;
-            let mut slot = hash as usize & mask;
+            let mut slot = slot_of(hash, mask);
             let id = loop {
                 let entry = slots[slot];
                 if entry == EMPTY {
-                    slots[slot] = (tag << 32) | index as u64;
-                    break index as u32;
+                    slots[slot] = (tag << 32) | u64::from(index);
+                    break index;
                 }
-                let candidate = entry as u32;
-                if entry >> 32 == tag && self.get(candidate) == self.get(index as u32) {
+                let candidate = packed_index(entry);
+                if entry >> 32 == tag && self.get(candidate) == self.get(index) {
                     break candidate;
                 }
                 slot = (slot + 1) & mask;
@@ -133,10 +135,31 @@ impl Strings {
     }
 }
 
+/// The slot of `hash` in a table of `mask + 1` slots: its low bits.
+#[inline]
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "only the low bits of the hash pick the slot"
+)]
+fn slot_of(hash: u64, mask: usize) -> usize {
+    hash as usize & mask
+}
+
+/// The string index packed in the low half of a table entry.
+#[inline]
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "the low half of an entry is the index"
+)]
+fn packed_index(entry: u64) -> u32 {
+    entry as u32
+}
+
 #[inline(always)]
 fn prefetch<T>(target: &T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint; any address is allowed.
+    // SAFETY: `_mm_prefetch` is SSE, part of the x86_64 baseline. It is only a hint to the
+    // cache: it never faults and reads nothing the program sees, whatever the address.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         _mm_prefetch::<_MM_HINT_T0>((target as *const T).cast());
@@ -159,6 +182,10 @@ impl Hasher for MixHasher {
         self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
     }
 
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "folds the 128-bit product into 64 bits"
+    )]
     fn write_u64(&mut self, value: u64) {
         let product = u128::from(value ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.0 = (product as u64) ^ ((product >> 64) as u64);
@@ -172,6 +199,10 @@ impl Hasher for MixHasher {
         self.write_u64(value as u64);
     }
 
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "folds the two halves into 64 bits"
+    )]
     fn write_u128(&mut self, value: u128) {
         self.write_u64(value as u64 ^ (value >> 64) as u64);
     }

@@ -1,10 +1,10 @@
-//! Classification of what a session input callback returned (DESIGN.md, rules 1-6).
+//! Classification of what a session input callback returned (docs/design.md, rules 1-6).
 //!
 //! Pass 1 works on object identities only (no content is read). Pass 2 runs only when
 //! some position is left, and asks [`ContentKeys`] for content hashes lazily: new items
 //! first, history only when a leftover matches no unplaced new item.
 
-use crate::intern::{MixMap, MixSet};
+use super::strings::{MixMap, MixSet};
 
 /// Where a position of the callback's list goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

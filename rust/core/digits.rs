@@ -16,7 +16,10 @@ const _: () = assert!(LONG_RUN > 16);
 pub fn has_long_run(text: &[u8]) -> bool {
     // Digits ending right before `from`.
     let mut run = 0usize;
-    #[allow(unused_mut)] // only the SIMD blocks advance it, and they may be compiled out
+    #[allow(
+        unused_mut,
+        reason = "only the SIMD blocks advance it, and they may be compiled out"
+    )]
     let mut from = 0usize;
     #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
     // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes that are
@@ -26,14 +29,14 @@ pub fn has_long_run(text: &[u8]) -> bool {
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
             _mm_set1_epi8, _mm_sub_epi8,
         };
-        let zero = _mm_set1_epi8(b'0' as i8);
+        let zero = _mm_set1_epi8(b'0'.cast_signed());
         let nine = _mm_set1_epi8(9);
         while from + 16 <= text.len() {
             let chunk = _mm_loadu_si128(text.as_ptr().add(from).cast::<__m128i>());
             // `byte - '0'` is at most 9 (unsigned) exactly for the digits.
             let offset = _mm_sub_epi8(chunk, zero);
             let digits = _mm_cmpeq_epi8(_mm_min_epu8(offset, nine), offset);
-            let mask = _mm_movemask_epi8(digits) as u32;
+            let mask = _mm_movemask_epi8(digits).cast_unsigned();
             if mask == 0xFFFF {
                 run += 16;
             } else {
@@ -98,7 +101,7 @@ mod tests {
                         state ^= state << 13;
                         state ^= state >> 7;
                         state ^= state << 17;
-                        alphabet[(state % alphabet.len() as u64) as usize]
+                        alphabet[usize::try_from(state % alphabet.len() as u64).unwrap()]
                     })
                     .collect();
                 assert_eq!(has_long_run(&text), reference(&text), "{text:?}");

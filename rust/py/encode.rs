@@ -1,4 +1,4 @@
-//! Walks Python values into the canonical writer (`canonical.rs`).
+//! Walks Python values into the canonical writer (`core::canonical`).
 //!
 //! Exact builtin types are dispatched first by type pointer; subclasses then follow the
 //! pure twin's `isinstance` order. One output buffer and one entry buffer per nesting level
@@ -6,11 +6,11 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use crate::canonical::{self, MAX_DEPTH};
-use crate::text::{str_bytes, Text};
+use super::text::{str_bytes, Text};
+use crate::core::canonical::{self, MAX_DEPTH};
 
 /// A dict entry waiting to be written in key order.
 struct Entry<'py> {
@@ -101,20 +101,20 @@ impl<'py> Encoder<'py> {
             self.int(value)?;
         } else if value.is_exact_instance_of::<PyList>() {
             self.check_depth(depth)?;
-            // SAFETY: checked to be an exact list.
+            // SAFETY: `value` was just checked to be an exact `list`.
             let list = unsafe { value.cast_unchecked::<PyList>() };
             self.sequence(list.iter().map(Ok), depth)?;
         } else if value.is_none() {
             canonical::write_constant(&mut self.out, None);
-        } else if value.as_ptr() == unsafe { ffi::Py_True() } {
+        } else if value.is(PyBool::new(self.py, true)) {
             canonical::write_constant(&mut self.out, Some(true));
-        } else if value.as_ptr() == unsafe { ffi::Py_False() } {
+        } else if value.is(PyBool::new(self.py, false)) {
             canonical::write_constant(&mut self.out, Some(false));
         } else if value.is_exact_instance_of::<PyFloat>() {
             self.float(value)?;
         } else if value.is_exact_instance_of::<PyTuple>() {
             self.check_depth(depth)?;
-            // SAFETY: checked to be an exact tuple.
+            // SAFETY: `value` was just checked to be an exact `tuple`.
             let tuple = unsafe { value.cast_unchecked::<PyTuple>() };
             self.sequence(tuple.iter().map(Ok), depth)?;
         } else {
@@ -159,7 +159,9 @@ impl<'py> Encoder<'py> {
     fn int(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
         let mut overflow = 0;
         // Reads the int value itself (never `__index__`), for subclasses too.
-        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &mut overflow) };
+        // SAFETY: `value` is a live `int` (or subclass: the callers checked) and `overflow`
+        // a valid place to write; for an `int` the call runs no Python code.
+        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
             if small == -1 {
                 if let Some(error) = PyErr::take(self.py) {
@@ -185,6 +187,8 @@ impl<'py> Encoder<'py> {
     }
 
     fn float(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
+        // SAFETY: `value` is a live `float` (or subclass: the callers checked), whose value
+        // the call reads without running Python code (no `__float__` for a `float`).
         let number = unsafe { ffi::PyFloat_AsDouble(value.as_ptr()) };
         if number == -1.0 {
             if let Some(error) = PyErr::take(self.py) {
@@ -275,10 +279,20 @@ impl<'py> Encoder<'py> {
             let mut member: *mut ffi::PyObject = std::ptr::null_mut();
             // The plain C walk (no size check per step): nothing in this loop runs Python
             // code, so the dict cannot change under it.
-            while unsafe { ffi::PyDict_Next(value.as_ptr(), &mut position, &mut key, &mut member) }
-                != 0
+            // SAFETY: `value` is a live exact dict (the caller checked) and the three
+            // out-pointers are valid places to write; `PyDict_Next` bounds-checks
+            // `position` against the dict's table on every call.
+            while unsafe {
+                ffi::PyDict_Next(
+                    value.as_ptr(),
+                    &raw mut position,
+                    &raw mut key,
+                    &raw mut member,
+                )
+            } != 0
             {
-                // SAFETY: PyDict_Next yields borrowed, non-null pointers; own them at once.
+                // SAFETY: a successful `PyDict_Next` yields borrowed, non-NULL pointers to
+                // live objects; both become owned references before anything else runs.
                 let (key, member) = unsafe {
                     (
                         Bound::from_borrowed_ptr(self.py, key),

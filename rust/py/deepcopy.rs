@@ -11,9 +11,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::canonical::MAX_DEPTH;
-use crate::encode::depth_error;
-use crate::intern::MixState;
+use super::encode::depth_error;
+use crate::core::canonical::MAX_DEPTH;
+use crate::core::strings::MixState;
 
 /// Reusable deep copier (caches `copy.deepcopy`).
 pub struct Copier<'py> {
@@ -25,8 +25,12 @@ pub struct Copier<'py> {
 /// cost no reference counting).
 #[inline]
 fn is_shared_ptr(value: *mut ffi::PyObject) -> bool {
-    // SAFETY: `value` is a live object; reading its type is always allowed.
+    // SAFETY: the callers pass live objects (held by a reference, or just yielded by
+    // `PyDict_Next`/`PyList_GetItem` from a container we hold), and reading the type of a
+    // live object is always allowed.
     let kind = unsafe { ffi::Py_TYPE(value) };
+    // SAFETY: this only compares addresses: `Py_None` returns the address of the `None`
+    // singleton, and the type objects are statics whose address is taken, not read.
     unsafe {
         kind == &raw mut ffi::PyUnicode_Type
             || kind == &raw mut ffi::PyLong_Type
@@ -50,26 +54,47 @@ fn copy_dict<'py>(
     mut member: impl FnMut(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = value.py();
-    // SAFETY: the callers checked it is an exact dict.
+    // SAFETY: the callers checked `value` is an exact `dict`.
     let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
     let mut position: ffi::Py_ssize_t = 0;
     let mut key: *mut ffi::PyObject = std::ptr::null_mut();
     let mut value: *mut ffi::PyObject = std::ptr::null_mut();
     // Walk the private copy: only its values change (never its keys), which the C API
-    // allows during `PyDict_Next`, and no other code can reach it.
-    while unsafe { ffi::PyDict_Next(copy.as_ptr(), &mut position, &mut key, &mut value) } != 0 {
+    // allows during `PyDict_Next`.
+    // SAFETY: `copy` is a live dict and the three out-pointers are valid places to write.
+    // `PyDict_Next` checks `position` against the dict's current table on every call, so
+    // even if Python code run by `member` changed the copy (it can only find it through
+    // `gc`), the walk cannot read out of bounds; it would just see other entries.
+    while unsafe {
+        ffi::PyDict_Next(
+            copy.as_ptr(),
+            &raw mut position,
+            &raw mut key,
+            &raw mut value,
+        )
+    } != 0
+    {
         if scalar_keys && !is_shared_ptr(key) {
             return Ok(None);
         }
         if is_shared_ptr(value) {
             continue;
         }
-        // SAFETY: PyDict_Next yields borrowed, non-null pointers; we take our own refs.
-        let original = unsafe { Bound::from_borrowed_ptr(py, value) };
-        let key = unsafe { Bound::from_borrowed_ptr(py, key) };
+        // SAFETY: a successful `PyDict_Next` yields borrowed, non-NULL pointers to live
+        // objects; both become owned references here, before `member` runs any code that
+        // could change the dict and release them.
+        let (original, key) = unsafe {
+            (
+                Bound::from_borrowed_ptr(py, value),
+                Bound::from_borrowed_ptr(py, key),
+            )
+        };
         let Some(replacement) = member(&original)? else {
             return Ok(None);
         };
+        // SAFETY: `copy`, `key` and `replacement` are live objects we hold references to;
+        // `PyDict_SetItem` takes its own references (it steals none). Replacing the value
+        // of a key that is already there is allowed while `PyDict_Next` walks the dict.
         let status =
             unsafe { ffi::PyDict_SetItem(copy.as_ptr(), key.as_ptr(), replacement.as_ptr()) };
         if status < 0 {
@@ -85,15 +110,23 @@ fn copy_list<'py>(
     value: &Bound<'py, PyAny>,
     mut member: impl FnMut(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    // SAFETY: the callers checked it is an exact list.
+    // SAFETY: the callers checked `value` is an exact `list`.
     let list = unsafe { value.cast_unchecked::<PyList>() };
     let copy = list.get_slice(0, list.len());
-    for index in 0..copy.len() {
-        // SAFETY: in range of our private copy; the member is borrowed from it.
-        let original = unsafe { ffi::PyList_GetItem(copy.as_ptr(), index as ffi::Py_ssize_t) };
+    // `position` is `index` as a `Py_ssize_t`.
+    for (index, position) in (0..copy.len()).zip(0..) {
+        // SAFETY: `copy` is a live list. `PyList_GetItem` checks the index against the
+        // current length and returns a borrowed reference, or NULL with IndexError set
+        // when Python code run by `member` shrank the copy (found through `gc`).
+        let original = unsafe { ffi::PyList_GetItem(copy.as_ptr(), position) };
+        if original.is_null() {
+            return Err(PyErr::fetch(value.py()));
+        }
         if is_shared_ptr(original) {
             continue;
         }
+        // SAFETY: `original` is a non-NULL borrowed reference to a live member of `copy`;
+        // it becomes an owned reference before `member` runs any code.
         let original = unsafe { Bound::from_borrowed_ptr(value.py(), original) };
         let Some(replacement) = member(&original)? else {
             return Ok(None);

@@ -1,6 +1,6 @@
-//! Byte-level rules of the canonical content form (DESIGN.md, "Canonical content form").
+//! Byte-level rules of the canonical content form (docs/design.md, "Canonical content form").
 //!
-//! Plain Rust, no Python: the walker in `encode.rs` feeds it values, `cargo test` checks it
+//! Plain Rust, no Python: the walker in `py::encode` feeds it values, `cargo test` checks it
 //! against the golden vectors.
 //!
 //! Text arrives as *Python text bytes*: UTF-8, except that a lone surrogate code point (which
@@ -65,25 +65,30 @@ fn candidate_bits(word: u64) -> u64 {
 /// are checked, which is fine: `out` has room for the whole rest of the text, and the
 /// bytes past the first candidate are not counted into its length.
 ///
-/// The caller guarantees `out.capacity() - out.len() >= text.len() - from`.
+/// Room for the rest of the text is reserved first; the callers have reserved it
+/// already, so that costs one comparison.
 #[inline]
 fn copy_clean(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> usize {
-    debug_assert!(out.capacity() - out.len() >= text.len() - from);
+    out.reserve(text.len().saturating_sub(from));
+    // From here on `to - out.len()` (the length on entry) equals the number of bytes
+    // `from` has advanced, and the capacity holds all of `text[from..]` past `out.len()`:
+    // a write of `n` bytes at `to`, made only while `text.len() - from >= n`, stays in it.
+    // `out` does not reallocate below, so `target` stays valid.
     let mut to = out.len();
     let target = out.as_mut_ptr();
-    // SAFETY (every write below): `to - out.len() == from - start`, and each write of `n`
-    // bytes happens only while `text.len() - from >= n`, so it stays inside the capacity
-    // the caller guarantees. `set_len` only counts bytes copied from clean text.
     #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
+    // SAFETY: SSE2 is part of the x86_64 baseline, so these intrinsics are available. Each
+    // round loads `text[from..from + 16]`, in bounds since `from + 16 <= text.len()`, and
+    // stores it at `to`, inside the reserved room (see above); the unaligned load and
+    // store need no alignment. `set_len` then counts only bytes written from clean text.
     unsafe {
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
             _mm_or_si128, _mm_set1_epi8, _mm_storeu_si128,
         };
-        // SSE2 is part of the x86_64 baseline.
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
-        let surrogate_lead = _mm_set1_epi8(0xEDu8 as i8);
+        let quote = _mm_set1_epi8(b'"'.cast_signed());
+        let backslash = _mm_set1_epi8(b'\\'.cast_signed());
+        let surrogate_lead = _mm_set1_epi8(0xEDu8.cast_signed());
         let last_control = _mm_set1_epi8(0x1F);
         while from + 16 <= text.len() {
             let chunk = _mm_loadu_si128(text.as_ptr().add(from).cast::<__m128i>());
@@ -107,6 +112,9 @@ fn copy_clean(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> usize {
             to += 16;
         }
     }
+    // SAFETY: each write stores at `to` the bytes just read from `text[from..]` (8 with
+    // `write_unaligned`, which needs no alignment, or 1), inside the reserved room (see
+    // above); `set_len` counts only bytes written from clean text, all initialised.
     unsafe {
         while let Some(chunk) = text.get(from..from + 8) {
             let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
@@ -264,7 +272,7 @@ pub fn write_float(out: &mut Vec<u8>, value: f64) {
         out.extend(std::iter::repeat_n(b'0', decpt.unsigned_abs() as usize));
         out.extend_from_slice(digits);
     } else {
-        let whole = decpt as usize;
+        let whole = decpt.unsigned_abs() as usize;
         if whole < digits.len() {
             out.extend_from_slice(&digits[..whole]);
             out.push(b'.');

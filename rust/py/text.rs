@@ -1,5 +1,5 @@
 //! Python `str` <-> Python text bytes (UTF-8, with lone surrogates in the 3-byte form that
-//! Python's `surrogatepass` handler writes; see `canonical.rs`).
+//! Python's `surrogatepass` handler writes; see `core::canonical`).
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -12,18 +12,30 @@ use pyo3::types::{PyBytes, PyString};
 #[inline]
 fn cached_utf8<'a>(text: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
     let mut size: ffi::Py_ssize_t = 0;
-    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(text.as_ptr(), &mut size) };
+    // SAFETY: `text` is a live object and `size` a valid place to write. For a `str` (or
+    // subclass) the call returns its cached UTF-8 data, made on first use, and runs no
+    // Python code; for anything else it returns NULL with TypeError set.
+    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(text.as_ptr(), &raw mut size) };
     if data.is_null() {
         // Only an unencodable surrogate gets here in practice; if something else failed,
         // the surrogatepass encoding below raises it again.
+        // SAFETY: we hold the GIL, and the exception set by the failed call is ours to
+        // discard.
         unsafe { ffi::PyErr_Clear() };
         return None;
     }
-    // SAFETY: CPython keeps the UTF-8 buffer alive and unchanged as long as the str lives.
-    Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) })
+    let size = usize::try_from(size).expect("a length is not negative");
+    // SAFETY: on success `data` points at `size` initialised bytes that the `str` owns:
+    // CPython keeps that UTF-8 buffer alive and unchanged as long as the `str` lives,
+    // which is at least `'a` since `text` borrows a reference to it.
+    Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) })
 }
 
 fn surrogatepass_bytes<'py>(text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: `text` is a live object and both names are NUL-terminated literals. The
+    // call returns a new reference (owned from here on) or NULL with an exception set,
+    // which `from_owned_ptr_or_err` raises; the UTF-8 codec's result is always an exact
+    // `bytes` (CPython checks any codec's result is bytes).
     unsafe {
         let bytes = ffi::PyUnicode_AsEncodedString(
             text.as_ptr(),
@@ -102,7 +114,10 @@ impl AsRef<[u8]> for Text<'_> {
     fn as_ref(&self) -> &[u8] {
         match self {
             Self::Static(bytes) => bytes,
-            // SAFETY: `_owner` (an immutable str or bytes object) owns the buffer.
+            // SAFETY: `data` and `len` describe the UTF-8 buffer of the `str` or the
+            // contents of the `bytes` held in `_owner` (see `of_str`). Both objects are
+            // immutable and keep that buffer, at the same address, while they live, and
+            // `_owner` lives at least as long as `self`.
             Self::Owned { data, len, .. } => unsafe { std::slice::from_raw_parts(*data, *len) },
         }
     }
@@ -111,12 +126,13 @@ impl AsRef<[u8]> for Text<'_> {
 /// A Python `str` from Python text bytes. The decoder's ASCII fast path makes this as
 /// cheap as a plain UTF-8 decode; `surrogatepass` only matters for lone surrogates.
 pub fn to_py_string<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    let len = ffi::Py_ssize_t::try_from(bytes.len()).expect("a slice is at most isize::MAX bytes");
+    // SAFETY: `bytes` is valid for `len` bytes and the error handler's name is a
+    // NUL-terminated literal. The call
+    // returns a new reference to an exact `str` (owned from here on) or NULL with an
+    // exception set, which `from_owned_ptr_or_err` raises.
     unsafe {
-        let text = ffi::PyUnicode_DecodeUTF8(
-            bytes.as_ptr().cast(),
-            bytes.len() as ffi::Py_ssize_t,
-            c"surrogatepass".as_ptr(),
-        );
+        let text = ffi::PyUnicode_DecodeUTF8(bytes.as_ptr().cast(), len, c"surrogatepass".as_ptr());
         Bound::from_owned_ptr_or_err(py, text).map(|t| t.cast_into_unchecked())
     }
 }

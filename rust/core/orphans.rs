@@ -1,9 +1,10 @@
 //! Orphan-call pruning over per-item facts (the rules of `drop_orphan_function_calls`).
 //!
-//! The binding reads each item once into an [`ItemFacts`] (strings interned to ids); the
+//! `py::orphans` reads each item once into an [`ItemFacts`] (strings numbered to ids); the
 //! passes here are plain Rust and linear in the number of items.
 
-use crate::keys::{CallFamily, ItemType};
+use super::keys::{CallFamily, ItemType};
+use super::strings::Strings;
 
 /// What an item's `type` value is, for every comparison the rules make with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +67,7 @@ pub struct ItemFacts {
     /// below the `id_count` given to [`kept`]).
     pub call_id: Option<u32>,
     /// Id of `caller.caller_id` when `caller` is a dict whose `type` is `"program"` and
-    /// whose `caller_id` is a str (the id shares the interner with call ids).
+    /// whose `caller_id` is a str (the id is numbered with the call ids).
     pub program_owner: Option<u32>,
     /// `caller` is a dict whose `type` is opaque: whether it is `"program"` is asked of the
     /// [`Oracle`] (and `program_owner` holds its str `caller_id`, if any).
@@ -81,6 +82,16 @@ impl ItemFacts {
         self.kind == TypeFact::Opaque
             || self.status == StatusFact::Opaque
             || self.caller_type_opaque
+    }
+}
+
+/// Replace the push indexes in `facts` (of the strings pushed to `strings` while the items
+/// were read) by string ids: equal strings get equal ids, all below `strings.len()`.
+pub fn number_strings(facts: &mut [Option<ItemFacts>], strings: &mut Strings) {
+    let ids = strings.number();
+    for facts in facts.iter_mut().flatten() {
+        facts.call_id = facts.call_id.map(|index| ids[index as usize]);
+        facts.program_owner = facts.program_owner.map(|index| ids[index as usize]);
     }
 }
 
@@ -172,143 +183,229 @@ impl FamilySets {
 /// Indexes of the items kept by orphan pruning, in order. String ids in the facts are
 /// below `id_count`. Comparisons with opaque values are asked of `oracle` at the point
 /// where the pure twin makes them.
+///
+/// The rules run as six passes over the items, methods of `Passes` named like the
+/// helpers of the pure twin and run in the same order: `completed_and_retained_owners`,
+/// `matched_anonymous_searches`, `active_and_orphan_programs`, `drop_orphans`,
+/// `drop_outputs_without_calls` (only with `output_prunable`) and, when anything was
+/// dropped, `drop_reasoning_before_orphans`.
 pub fn kept<O: Oracle>(
     items: &[Option<ItemFacts>],
     id_count: usize,
     pruning: &Pruning<'_>,
     oracle: &mut O,
 ) -> Result<Vec<usize>, O::Error> {
-    let mut ask = Asker { oracle };
-    let length = items.len();
-    let prunable = pruning.prunable;
+    let mut passes = Passes {
+        items,
+        id_count,
+        prunable: pruning.prunable,
+        ask: Asker { oracle },
+    };
+    let owners = passes.completed_and_retained_owners()?;
+    let matched_anonymous = passes.matched_anonymous_searches()?;
+    let programs = passes.active_and_orphan_programs(&owners)?;
+    let mut drops = passes.drop_orphans(&owners.completed, &matched_anonymous, &programs)?;
+    if let Some(output_prunable) = pruning.output_prunable {
+        passes.drop_outputs_without_calls(output_prunable, &mut drops.dropped);
+    }
+    if !drops.dropped.contains(&true) {
+        return Ok((0..items.len()).collect());
+    }
+    passes.drop_reasoning_before_orphans(&mut drops)?;
+    Ok((0..items.len())
+        .filter(|&index| !drops.dropped[index])
+        .collect())
+}
 
-    // Outputs present, and program ids that still own a retained item.
-    let mut completed = FamilySets(vec![0; id_count]);
-    let mut retained_owners = vec![false; id_count];
-    for (index, facts) in items.iter().enumerate() {
-        let Some(facts) = facts else { continue };
-        let str_type = facts.kind.str_type();
-        if let (Some(ItemType::Output(family)), Some(call_id)) = (str_type, facts.call_id) {
-            completed.insert(family, call_id);
-        }
-        let Some(owner) = ask.program_owner(index, facts)? else {
-            continue;
-        };
-        let retained = match prunable {
-            Some(mask) => !mask[index],
-            None => {
-                ask.is_pending_hosted_shell_call(index, facts)?
-                    || str_type.is_some_and(|kind| {
-                        kind.is_program_owned_hosted() || matches!(kind, ItemType::Output(_))
-                    })
+/// What the passes of [`kept`] share: the items, the positions that may be dropped, and
+/// the comparisons asked of the oracle.
+struct Passes<'a, 'o, O> {
+    items: &'a [Option<ItemFacts>],
+    id_count: usize,
+    prunable: Option<&'a [bool]>,
+    ask: Asker<'o, O>,
+}
+
+/// Outputs present, and the programs that still own a retained item.
+struct Owners {
+    /// Per call id, the families of the outputs present.
+    completed: FamilySets,
+    /// Per program id, whether it owns an item that stays.
+    retained: Vec<bool>,
+}
+
+/// The programs without an output, by whether they still own a retained item.
+struct Programs {
+    active: Vec<bool>,
+    orphan: Vec<bool>,
+}
+
+/// The positions dropped so far.
+struct Drops {
+    dropped: Vec<bool>,
+    /// Dropped as an orphan (not merely as an output whose call is gone): such a drop
+    /// also takes the reasoning run directly before it.
+    orphaned: Vec<bool>,
+}
+
+impl<O: Oracle> Passes<'_, '_, O> {
+    /// Pass 1: the outputs present, and the program ids that still own a retained item.
+    fn completed_and_retained_owners(&mut self) -> Result<Owners, O::Error> {
+        let mut completed = FamilySets(vec![0; self.id_count]);
+        let mut retained = vec![false; self.id_count];
+        for (index, facts) in self.items.iter().enumerate() {
+            let Some(facts) = facts else { continue };
+            let str_type = facts.kind.str_type();
+            if let (Some(ItemType::Output(family)), Some(call_id)) = (str_type, facts.call_id) {
+                completed.insert(family, call_id);
             }
-        };
-        if retained {
-            retained_owners[owner as usize] = true;
+            let Some(owner) = self.ask.program_owner(index, facts)? else {
+                continue;
+            };
+            let is_retained = match self.prunable {
+                Some(mask) => !mask[index],
+                None => {
+                    self.ask.is_pending_hosted_shell_call(index, facts)?
+                        || str_type.is_some_and(|kind| {
+                            kind.is_program_owned_hosted() || matches!(kind, ItemType::Output(_))
+                        })
+                }
+            };
+            if is_retained {
+                retained[owner as usize] = true;
+            }
         }
+        Ok(Owners {
+            completed,
+            retained,
+        })
     }
 
-    // Anonymous tool searches pair with later anonymous outputs, innermost first.
-    let mut matched_anonymous = vec![false; length];
-    let mut pending_outputs = 0usize;
-    for index in (0..length).rev() {
-        let Some(facts) = &items[index] else { continue };
-        if facts.call_id.is_some() {
-            continue;
-        }
+    /// Pass 2: anonymous tool searches pair with later anonymous outputs, innermost
+    /// first. True at the positions of the searches that found their output.
+    fn matched_anonymous_searches(&mut self) -> Result<Vec<bool>, O::Error> {
         let tool_search_output = ItemType::Output(CallFamily::ToolSearch);
         let tool_search_call = ItemType::Call(CallFamily::ToolSearch);
-        if ask.type_is(
-            index,
-            facts,
-            tool_search_output,
-            Question::TypeEqualsToolSearchOutput,
-        )? {
-            pending_outputs += 1;
-        } else if ask.type_is(
-            index,
-            facts,
-            tool_search_call,
-            Question::TypeEqualsToolSearchCall,
-        )? && pending_outputs > 0
-        {
-            matched_anonymous[index] = true;
-            pending_outputs -= 1;
+        let mut matched = vec![false; self.items.len()];
+        let mut pending_outputs = 0usize;
+        for index in (0..self.items.len()).rev() {
+            let Some(facts) = &self.items[index] else {
+                continue;
+            };
+            if facts.call_id.is_some() {
+                continue;
+            }
+            if self.ask.type_is(
+                index,
+                facts,
+                tool_search_output,
+                Question::TypeEqualsToolSearchOutput,
+            )? {
+                pending_outputs += 1;
+            } else if self.ask.type_is(
+                index,
+                facts,
+                tool_search_call,
+                Question::TypeEqualsToolSearchCall,
+            )? && pending_outputs > 0
+            {
+                matched[index] = true;
+                pending_outputs -= 1;
+            }
         }
+        Ok(matched)
     }
 
-    let mut active_programs = vec![false; id_count];
-    let mut orphan_programs = vec![false; id_count];
-    for (index, facts) in items.iter().enumerate() {
-        let Some(facts) = facts else { continue };
+    /// Pass 3: the prunable programs without an output, active while they own a retained
+    /// item, orphan otherwise.
+    fn active_and_orphan_programs(&mut self, owners: &Owners) -> Result<Programs, O::Error> {
         let program = ItemType::Call(CallFamily::Program);
-        if !ask.type_is(index, facts, program, Question::TypeNotUnequalProgram)?
-            || !allowed(prunable, index)
-        {
-            continue;
-        }
-        let Some(call_id) = facts.call_id else {
-            continue;
+        let mut programs = Programs {
+            active: vec![false; self.id_count],
+            orphan: vec![false; self.id_count],
         };
-        if completed.contains(CallFamily::Program, call_id) {
-            continue;
-        }
-        if retained_owners[call_id as usize] {
-            active_programs[call_id as usize] = true;
-        } else {
-            orphan_programs[call_id as usize] = true;
-        }
-    }
-
-    let mut dropped = vec![false; length];
-    // Dropped as an orphan (not merely as an output whose call is gone): such a drop also
-    // takes the reasoning run directly before it.
-    let mut orphaned = vec![false; length];
-    let mut any_dropped = false;
-    for (index, facts) in items.iter().enumerate() {
-        let Some(facts) = facts else { continue };
-        if !allowed(prunable, index) {
-            continue;
-        }
-        let Some(kind) = facts.kind.str_type() else {
-            continue;
-        };
-        let owner = ask.program_owner(index, facts)?;
-        if owner.is_some_and(|owner| orphan_programs[owner as usize]) {
-            dropped[index] = true;
-            orphaned[index] = true;
-            any_dropped = true;
-            continue;
-        }
-        let ItemType::Call(family) = kind else {
-            continue;
-        };
-        if owner.is_some() && ask.is_pending_hosted_shell_call(index, facts)? {
-            continue;
-        }
-        match facts.call_id {
-            Some(call_id) => {
-                if family == CallFamily::Program && active_programs[call_id as usize] {
-                    continue;
-                }
-                if completed.contains(family, call_id) {
-                    continue;
-                }
+        for (index, facts) in self.items.iter().enumerate() {
+            let Some(facts) = facts else { continue };
+            if !self
+                .ask
+                .type_is(index, facts, program, Question::TypeNotUnequalProgram)?
+                || !allowed(self.prunable, index)
+            {
+                continue;
             }
-            None => {
-                if family == CallFamily::ToolSearch && matched_anonymous[index] {
-                    continue;
-                }
+            let Some(call_id) = facts.call_id else {
+                continue;
+            };
+            if owners.completed.contains(CallFamily::Program, call_id) {
+                continue;
+            }
+            if owners.retained[call_id as usize] {
+                programs.active[call_id as usize] = true;
+            } else {
+                programs.orphan[call_id as usize] = true;
             }
         }
-        dropped[index] = true;
-        orphaned[index] = true;
-        any_dropped = true;
+        Ok(programs)
     }
 
-    if let Some(output_prunable) = pruning.output_prunable {
-        let mut available = FamilySets(vec![0; id_count]);
-        for (index, facts) in items.iter().enumerate() {
+    /// Pass 4: drop the prunable calls without an output (unless still answered in some
+    /// other way) and the items that orphan programs issued.
+    fn drop_orphans(
+        &mut self,
+        completed: &FamilySets,
+        matched_anonymous: &[bool],
+        programs: &Programs,
+    ) -> Result<Drops, O::Error> {
+        let mut drops = Drops {
+            dropped: vec![false; self.items.len()],
+            orphaned: vec![false; self.items.len()],
+        };
+        for (index, facts) in self.items.iter().enumerate() {
+            let Some(facts) = facts else { continue };
+            if !allowed(self.prunable, index) {
+                continue;
+            }
+            let Some(kind) = facts.kind.str_type() else {
+                continue;
+            };
+            let owner = self.ask.program_owner(index, facts)?;
+            if owner.is_some_and(|owner| programs.orphan[owner as usize]) {
+                drops.dropped[index] = true;
+                drops.orphaned[index] = true;
+                continue;
+            }
+            let ItemType::Call(family) = kind else {
+                continue;
+            };
+            if owner.is_some() && self.ask.is_pending_hosted_shell_call(index, facts)? {
+                continue;
+            }
+            match facts.call_id {
+                Some(call_id) => {
+                    if family == CallFamily::Program && programs.active[call_id as usize] {
+                        continue;
+                    }
+                    if completed.contains(family, call_id) {
+                        continue;
+                    }
+                }
+                None => {
+                    if family == CallFamily::ToolSearch && matched_anonymous[index] {
+                        continue;
+                    }
+                }
+            }
+            drops.dropped[index] = true;
+            drops.orphaned[index] = true;
+        }
+        Ok(drops)
+    }
+
+    /// Pass 5 (with `output_pruning_indexes`): drop the outputs at `output_prunable`
+    /// positions whose call did not stay.
+    fn drop_outputs_without_calls(&self, output_prunable: &[bool], dropped: &mut [bool]) {
+        let mut available = FamilySets(vec![0; self.id_count]);
+        for (index, facts) in self.items.iter().enumerate() {
             let Some(facts) = facts else { continue };
             if dropped[index] {
                 continue;
@@ -319,7 +416,7 @@ pub fn kept<O: Oracle>(
                 available.insert(family, call_id);
             }
         }
-        for (index, facts) in items.iter().enumerate() {
+        for (index, facts) in self.items.iter().enumerate() {
             let Some(facts) = facts else { continue };
             if dropped[index] || !output_prunable[index] {
                 continue;
@@ -329,38 +426,36 @@ pub fn kept<O: Oracle>(
             {
                 if !available.contains(family, call_id) {
                     dropped[index] = true;
-                    any_dropped = true;
                 }
             }
         }
     }
 
-    if !any_dropped {
-        return Ok((0..length).collect());
-    }
-
-    // A reasoning item belongs to the next non-reasoning item; it goes when that item was
-    // dropped as an orphan (one backward sweep, so long reasoning runs stay linear).
-    let mut follower_dropped = false;
-    for index in (0..length).rev() {
-        let reasoning = match &items[index] {
-            Some(facts) => ask.type_is(
-                index,
-                facts,
-                ItemType::Reasoning,
-                Question::TypeEqualsReasoning,
-            )?,
-            None => false,
-        };
-        if reasoning {
-            if follower_dropped && !dropped[index] && allowed(prunable, index) {
-                dropped[index] = true;
+    /// Pass 6: a reasoning item belongs to the next non-reasoning item; it goes when that
+    /// item was dropped as an orphan (one backward sweep, so long reasoning runs stay
+    /// linear).
+    fn drop_reasoning_before_orphans(&mut self, drops: &mut Drops) -> Result<(), O::Error> {
+        let mut follower_dropped = false;
+        for index in (0..self.items.len()).rev() {
+            let reasoning = match &self.items[index] {
+                Some(facts) => self.ask.type_is(
+                    index,
+                    facts,
+                    ItemType::Reasoning,
+                    Question::TypeEqualsReasoning,
+                )?,
+                None => false,
+            };
+            if reasoning {
+                if follower_dropped && !drops.dropped[index] && allowed(self.prunable, index) {
+                    drops.dropped[index] = true;
+                }
+            } else {
+                follower_dropped = drops.orphaned[index];
             }
-        } else {
-            follower_dropped = orphaned[index];
         }
+        Ok(())
     }
-    Ok((0..length).filter(|&index| !dropped[index]).collect())
 }
 
 #[cfg(test)]

@@ -1,0 +1,14 @@
+//! The rules of the engine in plain Rust: no Python types, so `cargo test` checks them
+//! (and the golden vectors) without an interpreter, with or without the `python` feature.
+//!
+//! Each module states its rules over plain data or behind a small trait that the binding
+//! implements for Python objects: [`keys::ItemFields`], [`classify::ContentKeys`],
+//! [`orphans::Oracle`].
+
+pub mod canonical;
+pub mod classify;
+pub mod dedupe;
+pub mod digits;
+pub mod keys;
+pub mod orphans;
+pub mod strings;
