@@ -53,7 +53,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -68,12 +67,12 @@ from histcore.engine.items import deep_copy_items
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions._codec import CorruptRow, decode_row, decode_rows
 from histcore.sessions._corrupt import SkipsCorruptRows
+from histcore.sessions.sql_store import check_table_name
 
 __all__ = ["SQLiteStore"]
 
 logger = logging.getLogger("histcore.sessions")
 
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Below every row id SQLite can assign.
 _NO_ROW = -(2**63)
 # Rows fetched per fetchmany() while decoding, so the raw text of a huge history is
@@ -115,12 +114,6 @@ class _Rows:
     high: int | None = None
 
 
-def _check_table_name(name: object, argument: str) -> str:
-    if not isinstance(name, str) or not _TABLE_NAME.match(name):
-        raise ValueError(f"{argument} must be a plain SQL identifier, got {name!r}")
-    return name
-
-
 @lru_cache(maxsize=64)
 def _insert_sql(table: str, rows: int, cast: bool) -> str:
     # CAST(blob AS TEXT) stores the UTF-8 bytes as TEXT as they are: no str is built
@@ -151,8 +144,8 @@ class SQLiteStore(SkipsCorruptRows):
         cache_history: bool,
     ) -> None:
         self.session_id = session_id
-        self.sessions_table = _check_table_name(sessions_table, "sessions_table")
-        self.messages_table = _check_table_name(messages_table, "messages_table")
+        self.sessions_table = check_table_name(sessions_table, "sessions_table")
+        self.messages_table = check_table_name(messages_table, "messages_table")
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)):
             raise TypeError(f"busy_timeout must be a number, not {type(busy_timeout).__name__}")
         if busy_timeout < 0:

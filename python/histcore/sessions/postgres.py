@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -67,13 +66,13 @@ from histcore.sessions.base import (
     resolve_limit,
 )
 from histcore.sessions.memory import items_argument
+from histcore.sessions.sql_store import check_table_name
 
 __all__ = ["PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
 
 _T = TypeVar("_T")
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
 
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
 _BEFORE_ALL = -(2**63)
 _AFTER_ALL = 2**63 - 1
 # Smallest window when reading the latest rows with a limit.
@@ -184,12 +183,6 @@ async def close_pools() -> None:
 # --- schema ---------------------------------------------------------------------------
 
 _ensured: weakref.WeakKeyDictionary[Pool, set[tuple[str, ...]]] = weakref.WeakKeyDictionary()
-
-
-def _check_table_name(name: object, argument: str) -> str:
-    if not isinstance(name, str) or not _TABLE_NAME.match(name):
-        raise ValueError(f"{argument} must be a plain SQL identifier, got {name!r}")
-    return name
 
 
 def _schema_statements(sessions: str, messages: str) -> list[str]:
@@ -351,8 +344,8 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             )
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
-        self.sessions_table = _check_table_name(sessions_table, "sessions_table")
-        self.messages_table = _check_table_name(messages_table, "messages_table")
+        self.sessions_table = check_table_name(sessions_table, "sessions_table")
+        self.messages_table = check_table_name(messages_table, "messages_table")
         self._dsn = dsn
         self._own_pool = pool
         self._pool_max_size = pool_max_size
