@@ -21,6 +21,7 @@ __all__ = [
     "SessionInputCallback",
     "SessionSettings",
     "check_limit",
+    "items_argument",
     "resolve_limit",
 ]
 
@@ -44,6 +45,16 @@ def check_limit(limit: object, name: str = "limit") -> int | None:
     if limit < 0:
         raise ValueError(f"{name} must be an int >= 0 or None, got {limit}")
     return limit
+
+
+def items_argument(items: object) -> list[Any]:
+    """``items`` as a list, or a TypeError saying what was passed instead (every
+    store's ``add_items`` checks its argument with this)."""
+    if isinstance(items, list):
+        return items
+    if isinstance(items, tuple):
+        return list(items)
+    raise TypeError(f"items must be a list of input items, not {type(items).__name__}")
 
 
 @dataclass(frozen=True)

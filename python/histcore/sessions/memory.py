@@ -8,7 +8,6 @@ hands out freshly decoded objects that the caller may change at will.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from histcore.engine.collector import collector_paused
 from histcore.sessions._codec import decode_row, encode_items_utf8
@@ -17,19 +16,12 @@ from histcore.sessions.base import (
     SessionABC,
     SessionSettings,
     check_limit,
+    items_argument,
     resolve_limit,
 )
 
+# items_argument lived here before every store used it; it stays importable from here.
 __all__ = ["MemorySession", "items_argument"]
-
-
-def items_argument(items: object) -> list[Any]:
-    """``items`` as a list, or a TypeError saying what was passed instead."""
-    if isinstance(items, list):
-        return items
-    if isinstance(items, tuple):
-        return list(items)
-    raise TypeError(f"items must be a list of input items, not {type(items).__name__}")
 
 
 class MemorySession(SessionABC):

@@ -63,9 +63,9 @@ from histcore.sessions.base import (
     SessionSettings,
     _ClosableSession,
     check_limit,
+    items_argument,
     resolve_limit,
 )
-from histcore.sessions.memory import items_argument
 from histcore.sessions.sql_store import check_table_name
 
 __all__ = ["PostgresSession", "close_pools", "describe_dsn", "shared_pool"]

@@ -25,9 +25,9 @@ from histcore.sessions.base import (
     SessionSettings,
     _ClosableSession,
     check_limit,
+    items_argument,
     resolve_limit,
 )
-from histcore.sessions.memory import items_argument
 
 __all__ = ["SQLiteSession"]
 
