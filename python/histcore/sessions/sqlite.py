@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from histcore._cancellation import to_the_end
 from histcore.exceptions import SessionError
 from histcore.sessions._codec import encode_items_utf8
-from histcore.sessions._sqlite_store import SQLiteStore, logger
+from histcore.sessions._sqlite_store import SQLiteStore
 from histcore.sessions.base import (
     InputItem,
     SessionSettings,
@@ -28,6 +28,7 @@ from histcore.sessions.base import (
     items_argument,
     resolve_limit,
 )
+from histcore.sessions.sql_store import logger
 
 __all__ = ["SQLiteSession"]
 
