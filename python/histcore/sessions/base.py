@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 __all__ = [
     "InputItem",
@@ -129,6 +129,18 @@ class SessionABC(ABC):
 
     session_id: str
     session_settings: SessionSettings | None = None
+
+    #: Whether ``get_items`` returns objects nobody else holds (decoded or copied for
+    #: this call), so that session-input preparation can use them without another deep
+    #: copy. A class sets it True only when its own ``get_items`` guarantees that; a
+    #: subclass that overrides ``get_items`` gets False unless it sets it again itself,
+    #: as the promise was about the method it replaced.
+    _returns_fresh_items: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "get_items" in cls.__dict__ and "_returns_fresh_items" not in cls.__dict__:
+            cls._returns_fresh_items = False
 
     @abstractmethod
     async def get_items(self, limit: int | None = None) -> list[InputItem]:

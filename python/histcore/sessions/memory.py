@@ -27,6 +27,9 @@ __all__ = ["MemorySession", "items_argument"]
 class MemorySession(SessionABC):
     """An in-memory session; thread-safe, lost when the process ends."""
 
+    # Every read decodes the stored text anew.
+    _returns_fresh_items = True
+
     def __init__(
         self, session_id: str = "default", session_settings: SessionSettings | None = None
     ) -> None:

@@ -309,6 +309,9 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     The history cache's ``stamp`` is the session row's generation it was read under.
     """
 
+    # A read hands out copies of the history cache, or rows decoded for it alone.
+    _returns_fresh_items = True
+
     def __init__(
         self,
         session_id: str,

@@ -47,6 +47,9 @@ class SQLiteSession(_ClosableSession):
     skipped with a logged warning and listed in ``skipped_row_ids``.
     """
 
+    # A read hands out copies of the history cache, or rows decoded for it alone.
+    _returns_fresh_items = True
+
     def __init__(
         self,
         session_id: str,
