@@ -142,6 +142,12 @@ class SessionABC(ABC):
         if "get_items" in cls.__dict__ and "_returns_fresh_items" not in cls.__dict__:
             cls._returns_fresh_items = False
 
+    def _read_limit(self, limit: object) -> int | None:
+        """The limit a ``get_items(limit)`` call reads with: ``limit`` when given (a
+        TypeError/ValueError when it is no int >= 0), else the session's own."""
+        checked = check_limit(limit)
+        return resolve_limit(self) if checked is None else checked
+
     @abstractmethod
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
         """The latest ``limit`` items (all when None, else the session's own limit),

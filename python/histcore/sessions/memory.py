@@ -15,9 +15,7 @@ from histcore.sessions.base import (
     InputItem,
     SessionABC,
     SessionSettings,
-    check_limit,
     items_argument,
-    resolve_limit,
 )
 
 # items_argument lived here before every store used it; it stays importable from here.
@@ -41,9 +39,7 @@ class MemorySession(SessionABC):
         self._lock = threading.Lock()
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
-        limit = check_limit(limit)
-        if limit is None:
-            limit = resolve_limit(self)
+        limit = self._read_limit(limit)
         with self._lock:
             texts = (
                 self._texts if limit is None else self._texts[max(0, len(self._texts) - limit) :]

@@ -58,9 +58,7 @@ from histcore.sessions.base import (
     InputItem,
     SessionSettings,
     _ClosableSession,
-    check_limit,
     items_argument,
-    resolve_limit,
 )
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
@@ -353,9 +351,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     # --- session API ----------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
-        limit = check_limit(limit)
-        if limit is None:
-            limit = resolve_limit(self)
+        limit = self._read_limit(limit)
         self._check_open()
         if limit == 0:
             return []

@@ -24,9 +24,7 @@ from histcore.sessions.base import (
     InputItem,
     SessionSettings,
     _ClosableSession,
-    check_limit,
     items_argument,
-    resolve_limit,
 )
 from histcore.sessions.sql_store import logger
 
@@ -83,9 +81,7 @@ class SQLiteSession(_ClosableSession):
     # --- session API ----------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
-        limit = check_limit(limit)
-        if limit is None:
-            limit = resolve_limit(self)
+        limit = self._read_limit(limit)
         self._store.check_open()
         return await self._in_worker("get_items", self._store.read, limit)
 
