@@ -56,7 +56,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -217,10 +217,11 @@ class SQLiteStore(SkipsCorruptRows):
     # --- transactions and helpers -------------------------------------------------
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
-        """A write transaction, taken at once so concurrent writers queue, not deadlock."""
+    def _transaction(self, begin: str) -> Iterator[None]:
+        """Committed when the block ends, rolled back when it raises (for a read the
+        two are the same: they only end the snapshot)."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(begin)
         try:
             yield
             conn.execute("COMMIT")
@@ -229,16 +230,13 @@ class SQLiteStore(SkipsCorruptRows):
                 conn.execute("ROLLBACK")
             raise
 
-    @contextmanager
-    def _snapshot(self) -> Iterator[None]:
+    def _write(self) -> AbstractContextManager[None]:
+        """A write transaction, taken at once so concurrent writers queue, not deadlock."""
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def _snapshot(self) -> AbstractContextManager[None]:
         """A read transaction: every query inside sees one state of the database."""
-        conn = self._conn
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
+        return self._transaction("BEGIN")
 
     def _data_version(self) -> int:
         version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
