@@ -13,11 +13,12 @@ written by either library opens and continues in the other::
 Incremental history
 -------------------
 Re-reading and re-decoding a long conversation every turn is what makes a plain
-session slow. The store keeps the decoded items it has read (``_Cache``): the rows of
-the session with ``floor < id <= last_id``, all of them (``floor`` None: from the
-first row). Appends get ever larger ids (the table is AUTOINCREMENT, so an id is never
-reused), hence a later read only fetches ``id > last_id``. A read that needs older
-items than the cache holds (a larger ``limit``) extends it downwards.
+session slow. The store keeps the decoded items it has read (``sql_store.HistoryCache``,
+shared with the PostgreSQL session): the rows of the session with
+``floor < id <= last_id``, all of them (``floor`` None: from the first row). Appends
+get ever larger ids (the table is AUTOINCREMENT, so an id is never reused), hence a
+later read only fetches ``id > last_id``. A read that needs older items than the cache
+holds (a larger ``limit``) extends it downwards.
 
 Changes by other connections or processes are detected without scanning:
 ``PRAGMA data_version`` changes only when another connection commits to the file. When
@@ -34,10 +35,10 @@ intact. Measured on 10^5 generated items (~540 bytes of JSON each): decoding the
 JSON again takes ~150 ms, the engine's ``deep_copy_items`` ~40 ms (it rebuilds only
 dicts and lists and shares the immutable strings), plus ~20 ms the collector later
 spends once on the new containers. So the cache keeps decoded objects and every
-read returns ``deep_copy_items`` of them, built with the collector paused (``_gc``).
-The price is memory: the session keeps the decoded history (``cache_history=False``
-turns this off). Rows this store appends are kept as their JSON text and decoded on
-the next read, so ``add_items`` pays no decode.
+read returns ``deep_copy_items`` of them, built with the collector paused
+(``engine.collector``). The price is memory: the session keeps the decoded history
+(``cache_history=False`` turns this off). Rows this store appends are kept as their
+JSON text and decoded on the next read, so ``add_items`` pays no decode.
 
 Writes
 ------
@@ -50,75 +51,33 @@ run by ``checkpoint()`` right afterwards, off the caller's path.
 
 from __future__ import annotations
 
-import copy
-import logging
 import os
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any
 
 from histcore.engine.collector import collector_paused
-from histcore.engine.items import deep_copy_items
 from histcore.exceptions import SessionClosedError, SessionError
-from histcore.sessions._codec import CorruptRow, decode_row, decode_rows
-from histcore.sessions._corrupt import SkipsCorruptRows
+from histcore.sessions.sql_store import (
+    BEFORE_ALL,
+    FETCH_CHUNK,
+    DecodedRows,
+    HistoryCache,
+    NewestPop,
+    SkipsCorruptRows,
+    check_table_name,
+)
 
 __all__ = ["SQLiteStore"]
 
-logger = logging.getLogger("histcore.sessions")
-
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Below every row id SQLite can assign.
-_NO_ROW = -(2**63)
-# Rows fetched per fetchmany() while decoding, so the raw text of a huge history is
-# never held all at once next to its decoded items.
-_FETCH_CHUNK = 4096
 # Upper bound of rows per multi-row INSERT (the variable limit may lower it).
 _MAX_ROWS_PER_INSERT = 4096
 # Appends of at least this much JSON leave their WAL checkpoint for later.
 _DEFERRED_CHECKPOINT_BYTES = 4 << 20
-# Smallest window when reading the latest rows with a limit.
-_MIN_WINDOW = 16
-
-
-@dataclass
-class _Cache:
-    """Decoded rows of the session with ``floor < id <= last_id`` (see module docstring)."""
-
-    ids: list[int]
-    items: list[Any]
-    # Rows in (floor, last_id], the corrupt (skipped) ones included.
-    rows: int
-    last_id: int
-    floor: int | None
-    # PRAGMA data_version when the cache was last known to match the database.
-    version: int
-    # Rows appended through this store, not decoded yet (ids and JSON text).
-    pending_ids: list[int] = field(default_factory=list)
-    pending_texts: list[bytes] = field(default_factory=list)
-
-
-@dataclass
-class _Rows:
-    """Decoded result of one query: the good items and the span of all rows read."""
-
-    ids: list[int] = field(default_factory=list)
-    items: list[Any] = field(default_factory=list)
-    rows: int = 0
-    low: int | None = None
-    high: int | None = None
-
-
-def _check_table_name(name: object, argument: str) -> str:
-    if not isinstance(name, str) or not _TABLE_NAME.match(name):
-        raise ValueError(f"{argument} must be a plain SQL identifier, got {name!r}")
-    return name
 
 
 @lru_cache(maxsize=64)
@@ -139,7 +98,8 @@ def _insert_params(session_id: str, values: list[bytes] | list[str]) -> list[obj
 
 
 class SQLiteStore(SkipsCorruptRows):
-    """One session's connection to a SQLite file, and its history cache."""
+    """One session's connection to a SQLite file, and its history cache (whose
+    ``stamp`` is the PRAGMA data_version it was last known to match)."""
 
     def __init__(
         self,
@@ -151,14 +111,14 @@ class SQLiteStore(SkipsCorruptRows):
         cache_history: bool,
     ) -> None:
         self.session_id = session_id
-        self.sessions_table = _check_table_name(sessions_table, "sessions_table")
-        self.messages_table = _check_table_name(messages_table, "messages_table")
+        self.sessions_table = check_table_name(sessions_table, "sessions_table")
+        self.messages_table = check_table_name(messages_table, "messages_table")
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)):
             raise TypeError(f"busy_timeout must be a number, not {type(busy_timeout).__name__}")
         if busy_timeout < 0:
             raise ValueError(f"busy_timeout must be >= 0 seconds, got {busy_timeout}")
         self._lock = threading.Lock()
-        self._cache: _Cache | None = None
+        self._cache: HistoryCache | None = None
         self._skipped: dict[int, str] = {}
         self._closed = False
         path = os.fspath(db_path)
@@ -257,10 +217,11 @@ class SQLiteStore(SkipsCorruptRows):
     # --- transactions and helpers -------------------------------------------------
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
-        """A write transaction, taken at once so concurrent writers queue, not deadlock."""
+    def _transaction(self, begin: str) -> Iterator[None]:
+        """Committed when the block ends, rolled back when it raises (for a read the
+        two are the same: they only end the snapshot)."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(begin)
         try:
             yield
             conn.execute("COMMIT")
@@ -269,16 +230,13 @@ class SQLiteStore(SkipsCorruptRows):
                 conn.execute("ROLLBACK")
             raise
 
-    @contextmanager
-    def _snapshot(self) -> Iterator[None]:
+    def _write(self) -> AbstractContextManager[None]:
+        """A write transaction, taken at once so concurrent writers queue, not deadlock."""
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def _snapshot(self) -> AbstractContextManager[None]:
         """A read transaction: every query inside sees one state of the database."""
-        conn = self._conn
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
+        return self._transaction("BEGIN")
 
     def _data_version(self) -> int:
         version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -296,29 +254,22 @@ class SQLiteStore(SkipsCorruptRows):
         """
         self._open()
 
-    def _decode_query(self, sql: str, params: tuple[Any, ...], newest_first: bool = False) -> _Rows:
+    def _decode_query(
+        self, sql: str, params: tuple[Any, ...], newest_first: bool = False
+    ) -> DecodedRows:
         """Run a ``SELECT id, message_data`` query and decode it, oldest row first.
 
         Corrupt rows are logged, remembered and left out of the items (not of ``rows``
         and the id span).
         """
-        result = _Rows()
+        result = DecodedRows()
         cursor = self._conn.execute(sql, params)
+        # Paused across the fetches too: their row tuples would trigger collections.
         with collector_paused():
-            while chunk := cursor.fetchmany(_FETCH_CHUNK):
-                result.rows += len(chunk)
-                ends = (chunk[0][0], chunk[-1][0])
-                low, high = min(ends), max(ends)
-                result.low = low if result.low is None else min(result.low, low)
-                result.high = high if result.high is None else max(result.high, high)
-                ids, items, corrupt = decode_rows(chunk)
-                result.ids += ids
-                result.items += items
-                for row_id, reason in corrupt:
-                    self._skip(row_id, reason)
+            while chunk := cursor.fetchmany(FETCH_CHUNK):
+                self._decode_into(result, chunk)
         if newest_first:
-            result.ids.reverse()
-            result.items.reverse()
+            result.reverse()
         return result
 
     @property
@@ -339,39 +290,29 @@ class SQLiteStore(SkipsCorruptRows):
             except BaseException:
                 self._cache = None
                 raise
-            items = cache.items if limit is None else cache.items[-limit:]
-            if not self._incremental:
-                return items  # decoded for this call only: nobody else holds them
-            copied: list[Any]
-            with collector_paused():
-                try:
-                    copied = deep_copy_items(items)
-                except ValueError:  # nested deeper than the engine copies
-                    copied = copy.deepcopy(items)
-            return copied
+            return cache.hand_out(limit, kept=self._incremental)
 
-    def _synced(self, need: int | None) -> _Cache:
+    def _synced(self, need: int | None) -> HistoryCache:
         """The cache brought up to date, holding at least ``need`` items if it can."""
         with self._snapshot():
             version = self._data_version()
             cache = self._cache if self._incremental else None
             if cache is not None:
                 self._decode_pending(cache)
-                if cache.version != version:
+                if cache.stamp != version:
                     if self._rows_in_range(cache) == cache.rows:
                         self._fetch_newer(cache)
                     else:
                         cache = None  # rows we hold were removed: start over
             if cache is None:
                 cache = self._empty_cache(version)
-            cache.version = version
+            cache.stamp = version
             if self._incremental:
                 self._cache = cache
-            if need is None or len(cache.items) < need:
-                self._extend_back(cache, need)
+            self._extend_back(cache, need)
         return cache
 
-    def _rows_in_range(self, cache: _Cache) -> int:
+    def _rows_in_range(self, cache: HistoryCache) -> int:
         sql = f"SELECT COUNT(*) FROM {self.messages_table} WHERE session_id = ? AND id <= ?"
         params: tuple[Any, ...] = (self.session_id, cache.last_id)
         if cache.floor is not None:
@@ -380,81 +321,52 @@ class SQLiteStore(SkipsCorruptRows):
         count: int = self._conn.execute(sql, params).fetchone()[0]
         return count
 
-    def _fetch_newer(self, cache: _Cache) -> None:
+    def _fetch_newer(self, cache: HistoryCache) -> None:
         fetched = self._decode_query(
             f"SELECT id, message_data FROM {self.messages_table} "
             "WHERE session_id = ? AND id > ? ORDER BY id",
             (self.session_id, cache.last_id),
         )
-        if fetched.high is not None:
-            cache.ids += fetched.ids
-            cache.items += fetched.items
-            cache.rows += fetched.rows
-            cache.last_id = fetched.high
+        cache.add_newer(fetched)
 
-    def _empty_cache(self, version: int) -> _Cache:
+    def _empty_cache(self, version: int) -> HistoryCache:
         """A cache holding nothing yet, positioned at the newest row of the session."""
         newest = self._conn.execute(
             f"SELECT MAX(id) FROM {self.messages_table} WHERE session_id = ?",
             (self.session_id,),
         ).fetchone()[0]
         if newest is None:
-            return _Cache([], [], rows=0, last_id=_NO_ROW, floor=None, version=version)
-        return _Cache([], [], rows=0, last_id=newest, floor=newest, version=version)
+            return HistoryCache(last_id=BEFORE_ALL, floor=None, stamp=version)
+        return HistoryCache(last_id=newest, floor=newest, stamp=version)
 
-    def _extend_back(self, cache: _Cache, need: int | None) -> None:
+    def _extend_back(self, cache: HistoryCache, need: int | None) -> None:
         """Prepend older rows until the cache holds ``need`` items or the session start."""
         table = self.messages_table
-        while cache.floor is not None and (need is None or len(cache.items) < need):
-            if need is None:
+        for upto, window in cache.older_windows(need):
+            if window is None:
                 fetched = self._decode_query(
                     f"SELECT id, message_data FROM {table} "
                     "WHERE session_id = ? AND id <= ? ORDER BY id",
-                    (self.session_id, cache.floor),
+                    (self.session_id, upto),
                 )
-                complete = True
             else:
-                # Corrupt rows do not count towards the limit: ask for what is missing
-                # and go round again if some rows were skipped.
-                window = max(need - len(cache.items), _MIN_WINDOW)
                 fetched = self._decode_query(
                     f"SELECT id, message_data FROM {table} "
                     "WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT ?",
-                    (self.session_id, cache.floor, window),
+                    (self.session_id, upto, window),
                     newest_first=True,
                 )
-                complete = fetched.rows < window
-            cache.ids = fetched.ids + cache.ids
-            cache.items = fetched.items + cache.items
-            cache.rows += fetched.rows
-            if complete or fetched.low is None:
-                cache.floor = None
-            else:
-                # Every row with an id in [oldest fetched, floor] is held now.
-                cache.floor = fetched.low - 1
-
-    def _decode_pending(self, cache: _Cache) -> None:
-        if not cache.pending_texts:
-            return
-        rows = list(zip(cache.pending_ids, cache.pending_texts, strict=True))
-        with collector_paused():
-            ids, items, corrupt = decode_rows(rows)
-        for row_id, reason in corrupt:
-            self._skip(row_id, reason)
-        cache.ids += ids
-        cache.items += items
-        cache.pending_ids = []
-        cache.pending_texts = []
+            cache.add_older(fetched, window)
 
     # --- writes -------------------------------------------------------------------
 
-    def _cache_if_current(self) -> _Cache | None:
+    def _cache_if_current(self) -> HistoryCache | None:
         """The cache, when no other connection committed since it was synced.
 
         Called inside a write transaction, so nobody can commit before this one ends.
         """
         cache = self._cache
-        if cache is None or cache.version != self._data_version():
+        if cache is None or cache.stamp != self._data_version():
             return None
         return cache
 
@@ -508,19 +420,16 @@ class SQLiteStore(SkipsCorruptRows):
             return defer
 
     def _register_append(
-        self, cache: _Cache, texts: list[bytes], sequence: tuple[int] | None, last: int
+        self, cache: HistoryCache, texts: list[bytes], sequence: tuple[int] | None, last: int
     ) -> None:
         # AUTOINCREMENT under the write lock hands out seq+1 ... seq+n; if the
         # sequence says otherwise, let the next read fetch the rows instead.
         first = last - len(texts) + 1
         previous = 0 if sequence is None else sequence[0]
         if previous + len(texts) == last and first > cache.last_id:
-            cache.pending_ids += range(first, last + 1)
-            cache.pending_texts += texts
-            cache.rows += len(texts)
-            cache.last_id = last
+            cache.add_appended(first, texts)
         else:
-            cache.version = -1  # data_version is never negative: re-check next read
+            cache.stamp = -1  # data_version is never negative: re-check next read
 
     def checkpoint(self) -> None:
         """Copy the WAL into the database without waiting for readers (PASSIVE)."""
@@ -550,37 +459,25 @@ class SQLiteStore(SkipsCorruptRows):
             conn, table = self._conn, self.messages_table
             if self._cache is not None:
                 self._decode_pending(self._cache)
-            removed: list[int] = []
-            item: Any = None
+            pop = NewestPop(self)
             try:
                 with self._write():
                     cache = self._cache_if_current()
-                    while True:
+                    while not pop.over:
                         row = conn.execute(
                             f"SELECT id, message_data FROM {table} WHERE session_id = ? "
                             "ORDER BY id DESC LIMIT 1",
                             (self.session_id,),
                         ).fetchone()
-                        if row is None:
-                            break
-                        conn.execute(f"DELETE FROM {table} WHERE id = ?", (row[0],))
-                        removed.append(row[0])
-                        try:
-                            item = decode_row(row[1])
-                            break
-                        except CorruptRow as exc:
-                            self._skip(row[0], str(exc))
+                        if row is not None:
+                            conn.execute(f"DELETE FROM {table} WHERE id = ?", (row[0],))
+                        pop.take(row)
             except BaseException:
                 self._cache = None
                 raise
-            if cache is not None:
-                for row_id in removed:
-                    if cache.floor is None or row_id > cache.floor:
-                        cache.rows -= 1
-                        if cache.ids and cache.ids[-1] == row_id:
-                            cache.ids.pop()
-                            cache.items.pop()
-            return item
+            if cache is not None and not cache.forget_popped(pop.removed):
+                self._cache = None
+            return pop.item
 
     def clear(self) -> None:
         """Remove every row of the session, and its sessions-table row."""
@@ -606,9 +503,7 @@ class SQLiteStore(SkipsCorruptRows):
                 self._cache = None
             else:
                 # Ids are never reused, so nothing at or below last_id can reappear.
-                self._cache = _Cache(
-                    [], [], rows=0, last_id=cache.last_id, floor=None, version=cache.version
-                )
+                self._cache = HistoryCache(last_id=cache.last_id, floor=None, stamp=cache.stamp)
 
     def close(self) -> None:
         """Close the connection (waits for a running operation). Idempotent."""

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 __all__ = [
     "InputItem",
@@ -21,6 +21,7 @@ __all__ = [
     "SessionInputCallback",
     "SessionSettings",
     "check_limit",
+    "items_argument",
     "resolve_limit",
 ]
 
@@ -44,6 +45,16 @@ def check_limit(limit: object, name: str = "limit") -> int | None:
     if limit < 0:
         raise ValueError(f"{name} must be an int >= 0 or None, got {limit}")
     return limit
+
+
+def items_argument(items: object) -> list[Any]:
+    """``items`` as a list, or a TypeError saying what was passed instead (every
+    store's ``add_items`` checks its argument with this)."""
+    if isinstance(items, list):
+        return items
+    if isinstance(items, tuple):
+        return list(items)
+    raise TypeError(f"items must be a list of input items, not {type(items).__name__}")
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,24 @@ class SessionABC(ABC):
 
     session_id: str
     session_settings: SessionSettings | None = None
+
+    #: Whether ``get_items`` returns objects nobody else holds (decoded or copied for
+    #: this call), so that session-input preparation can use them without another deep
+    #: copy. A class sets it True only when its own ``get_items`` guarantees that; a
+    #: subclass that overrides ``get_items`` gets False unless it sets it again itself,
+    #: as the promise was about the method it replaced.
+    _returns_fresh_items: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "get_items" in cls.__dict__ and "_returns_fresh_items" not in cls.__dict__:
+            cls._returns_fresh_items = False
+
+    def _read_limit(self, limit: object) -> int | None:
+        """The limit a ``get_items(limit)`` call reads with: ``limit`` when given (a
+        TypeError/ValueError when it is no int >= 0), else the session's own."""
+        checked = check_limit(limit)
+        return resolve_limit(self) if checked is None else checked
 
     @abstractmethod
     async def get_items(self, limit: int | None = None) -> list[InputItem]:

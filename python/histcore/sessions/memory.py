@@ -8,7 +8,6 @@ hands out freshly decoded objects that the caller may change at will.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from histcore.engine.collector import collector_paused
 from histcore.sessions._codec import decode_row, encode_items_utf8
@@ -16,24 +15,18 @@ from histcore.sessions.base import (
     InputItem,
     SessionABC,
     SessionSettings,
-    check_limit,
-    resolve_limit,
+    items_argument,
 )
 
+# items_argument lived here before every store used it; it stays importable from here.
 __all__ = ["MemorySession", "items_argument"]
-
-
-def items_argument(items: object) -> list[Any]:
-    """``items`` as a list, or a TypeError saying what was passed instead."""
-    if isinstance(items, list):
-        return items
-    if isinstance(items, tuple):
-        return list(items)
-    raise TypeError(f"items must be a list of input items, not {type(items).__name__}")
 
 
 class MemorySession(SessionABC):
     """An in-memory session; thread-safe, lost when the process ends."""
+
+    # Every read decodes the stored text anew.
+    _returns_fresh_items = True
 
     def __init__(
         self, session_id: str = "default", session_settings: SessionSettings | None = None
@@ -46,9 +39,7 @@ class MemorySession(SessionABC):
         self._lock = threading.Lock()
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
-        limit = check_limit(limit)
-        if limit is None:
-            limit = resolve_limit(self)
+        limit = self._read_limit(limit)
         with self._lock:
             texts = (
                 self._texts if limit is None else self._texts[max(0, len(self._texts) - limit) :]

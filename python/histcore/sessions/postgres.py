@@ -35,8 +35,6 @@ Not detected: rows deleted or rewritten by hand with plain SQL.
 from __future__ import annotations
 
 import asyncio
-import copy
-import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,31 +52,30 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
 import orjson
 
 from histcore._cancellation import to_the_end
-from histcore.engine.collector import collector_paused
-from histcore.engine.items import deep_copy_items
 from histcore.exceptions import SessionClosedError, SessionError
-from histcore.sessions._codec import decode_row, decode_rows, encode_items
-from histcore.sessions._corrupt import SkipsCorruptRows
+from histcore.sessions._codec import encode_items
 from histcore.sessions.base import (
     InputItem,
     SessionSettings,
     _ClosableSession,
-    check_limit,
-    resolve_limit,
+    items_argument,
 )
-from histcore.sessions.memory import items_argument
+from histcore.sessions.sql_store import (
+    BEFORE_ALL,
+    FETCH_CHUNK,
+    HistoryCache,
+    NewestPop,
+    SkipsCorruptRows,
+    check_table_name,
+    read_window,
+)
 
 __all__ = ["PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
 
 _T = TypeVar("_T")
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
 
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
-_BEFORE_ALL = -(2**63)
 _AFTER_ALL = 2**63 - 1
-# Smallest window when reading the latest rows with a limit.
-_MIN_WINDOW = 16
-_FETCH_CHUNK = 4096
 # A read retries when removals by others keep changing the history under it.
 _MAX_READ_ATTEMPTS = 10
 # Key of the advisory lock that serialises schema creation across processes.
@@ -186,12 +183,6 @@ async def close_pools() -> None:
 _ensured: weakref.WeakKeyDictionary[Pool, set[tuple[str, ...]]] = weakref.WeakKeyDictionary()
 
 
-def _check_table_name(name: object, argument: str) -> str:
-    if not isinstance(name, str) or not _TABLE_NAME.match(name):
-        raise ValueError(f"{argument} must be a plain SQL identifier, got {name!r}")
-    return name
-
-
 def _schema_statements(sessions: str, messages: str) -> list[str]:
     return [
         f"""CREATE TABLE IF NOT EXISTS {sessions} (
@@ -292,18 +283,6 @@ def _fits_jsonb(text: str) -> bool:
     return True
 
 
-@dataclass
-class _History:
-    """Decoded rows of the session with ``floor < id <= last_id`` (``floor`` None: from
-    the first row), read while the session row had ``generation``."""
-
-    generation: int | None
-    ids: list[int] = field(default_factory=list)
-    items: list[Any] = field(default_factory=list)
-    last_id: int = _BEFORE_ALL
-    floor: int | None = None
-
-
 class _HistoryChanged(Exception):
     """Rows were removed between two statements of one read: start the read over."""
 
@@ -324,7 +303,12 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     ``close()`` ends the session (not the shared pool: ``close_pools()`` does that);
     afterwards every operation raises ``SessionClosedError``. Rows whose text is not
     JSON are skipped with a logged warning and listed in ``skipped_row_ids``.
+
+    The history cache's ``stamp`` is the session row's generation it was read under.
     """
+
+    # A read hands out copies of the history cache, or rows decoded for it alone.
+    _returns_fresh_items = True
 
     def __init__(
         self,
@@ -351,14 +335,14 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             )
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
-        self.sessions_table = _check_table_name(sessions_table, "sessions_table")
-        self.messages_table = _check_table_name(messages_table, "messages_table")
+        self.sessions_table = check_table_name(sessions_table, "sessions_table")
+        self.messages_table = check_table_name(messages_table, "messages_table")
         self._dsn = dsn
         self._own_pool = pool
         self._pool_max_size = pool_max_size
         self._connect_timeout = connect_timeout
         self._cache_history = cache_history
-        self._history: _History | None = None
+        self._history: HistoryCache | None = None
         self._skipped: dict[int, str] = {}
         self._closed = False
         self._loop_lock: tuple[weakref.ref[asyncio.AbstractEventLoop], asyncio.Lock] | None = None
@@ -367,9 +351,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     # --- session API ----------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
-        limit = check_limit(limit)
-        if limit is None:
-            limit = resolve_limit(self)
+        limit = self._read_limit(limit)
         self._check_open()
         if limit == 0:
             return []
@@ -380,16 +362,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             except BaseException:
                 self._history = None
                 raise
-            items = history.items if limit is None else history.items[-limit:]
-            if not self._cache_history:
-                return items  # decoded for this call only: nobody else holds them
-            with collector_paused():
-                copied: list[Any]
-                try:
-                    copied = deep_copy_items(items)
-                except ValueError:  # nested deeper than the engine copies
-                    copied = copy.deepcopy(items)
-                return copied
+            return history.hand_out(limit, kept=self._cache_history)
 
     async def add_items(self, items: list[InputItem]) -> None:
         items = items_argument(items)
@@ -412,45 +385,35 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     async def pop_item(self) -> InputItem | None:
         self._check_open()
         pool = await self._ready_pool()
-        removed: list[int] = []
         generations: list[int] = []
 
-        async def pop() -> Any:
-            item: Any = None
-            removed.clear()
+        async def pop() -> NewestPop:
+            popped = NewestPop(self)
             generations.clear()
             async with pool.connection() as conn, conn.transaction():
                 cursor = await conn.execute(self._sql.lock_existing, (self.session_id,))
                 row = await cursor.fetchone()
                 if row is None:
-                    return None
+                    return popped
                 generations.append(row[0])
-                while True:
+                while not popped.over:
                     cursor = await conn.execute(self._sql.delete_newest, (self.session_id,))
-                    newest = await cursor.fetchone()
-                    if newest is None:
-                        break
-                    removed.append(newest[0])
-                    try:
-                        item = decode_row(newest[1])
-                        break
-                    except ValueError as exc:
-                        self._skip(newest[0], str(exc))
-                if removed:
+                    popped.take(await cursor.fetchone())
+                if popped.removed:
                     cursor = await conn.execute(self._sql.bump, (self.session_id,))
                     bumped = await cursor.fetchone()
                     assert bumped is not None  # the row is locked by this transaction
                     generations.append(bumped[0])
-            return item
+            return popped
 
         async with self._lock():
             try:
-                item = await self._finish("pop_item", pop)
+                popped = await self._finish("pop_item", pop)
             except BaseException:
                 self._history = None
                 raise
-            self._forget_popped(removed, generations)
-        return item
+            self._forget_popped(popped.removed, generations)
+        return popped.item
 
     async def clear_session(self) -> None:
         self._check_open()
@@ -543,23 +506,19 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         history = self._history
         if history is None or not removed:
             return
-        if len(generations) != 2 or history.generation != generations[0]:
+        if len(generations) != 2 or history.stamp != generations[0]:
             self._history = None
             return
         # Pops take the newest rows: those we hold are at the end of the cache, the
         # others were never read and, being deleted now, never will be.
-        gone = set(removed)
-        while history.ids and history.ids[-1] in gone:
-            history.ids.pop()
-            history.items.pop()
-        if history.ids and min(removed) < history.ids[-1]:
+        if not history.forget_popped(removed):
             self._history = None  # not the newest rows we hold: rebuild on the next read
             return
-        history.generation = generations[1]
+        history.stamp = generations[1]
 
     # --- reading --------------------------------------------------------------------
 
-    async def _read(self, pool: Pool, limit: int | None) -> _History:
+    async def _read(self, pool: Pool, limit: int | None) -> HistoryCache:
         for _ in range(_MAX_READ_ATTEMPTS):
             try:
                 async with pool.connection() as conn:
@@ -573,45 +532,42 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             f"changing under {_MAX_READ_ATTEMPTS} consecutive reads"
         )
 
-    async def _synced(self, conn: psycopg.AsyncConnection[Any], need: int | None) -> _History:
+    async def _synced(self, conn: psycopg.AsyncConnection[Any], need: int | None) -> HistoryCache:
         history = self._history if self._cache_history else None
         if history is not None:
             generation, rows = await self._fetch(conn, history.last_id, _AFTER_ALL, None)
-            if generation != history.generation:
+            if generation != history.stamp:
                 history = None  # rows we hold were removed by someone: start over
             else:
-                self._append(history, rows)
+                history.add_newer(self._decoded(rows))
         if history is None:
-            window = None if need is None else max(need, _MIN_WINDOW)
-            generation, rows = await self._fetch(conn, _BEFORE_ALL, _AFTER_ALL, window)
-            history = _History(generation)
-            self._append(history, rows)
-            history.floor = _floor(rows, window)
+            # The newest rows and the generation in one statement, then older windows.
+            window = read_window(need)
+            generation, rows = await self._fetch(conn, BEFORE_ALL, _AFTER_ALL, window)
+            fetched = self._decoded(rows)
+            history = HistoryCache(stamp=generation)
+            history.add_newer(fetched)
+            history.floor = fetched.unread_below(window)
         if self._cache_history:
             self._history = history
-        while history.floor is not None and (need is None or len(history.items) < need):
-            window = None if need is None else max(need - len(history.items), _MIN_WINDOW)
-            generation, rows = await self._fetch(conn, _BEFORE_ALL, history.floor, window)
-            if generation != history.generation:
+        for upto, window in history.older_windows(need):
+            generation, rows = await self._fetch(conn, BEFORE_ALL, upto, window)
+            if generation != history.stamp:
                 raise _HistoryChanged
-            older = _History(generation)
-            self._append(older, rows)
-            history.ids[:0] = older.ids
-            history.items[:0] = older.items
-            history.floor = _floor(rows, window)
+            history.add_older(self._decoded(rows), window)
         return history
 
     async def _fetch(
         self, conn: psycopg.AsyncConnection[Any], after: int, upto: int, window: int | None
     ) -> tuple[int | None, list[tuple[int, str]]]:
-        """The session's generation and its rows with ``after < id <= upto``, newest
+        """The session's generation and its rows with ``after < id <= upto``, oldest
         first (the newest ``window`` of them when given), read in one statement."""
         session_id = self.session_id
         cursor = conn.cursor()
         await cursor.execute(self._sql.fetch, (session_id, session_id, after, upto, window))
         generation: int | None = None
         rows: list[tuple[int, str]] = []
-        while chunk := await cursor.fetchmany(_FETCH_CHUNK):
+        while chunk := await cursor.fetchmany(FETCH_CHUNK):
             generation = chunk[0][0]
             rows += [(row_id, text) for _, row_id, text in chunk]
         if not rows:
@@ -620,27 +576,8 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             await cursor.execute(self._sql.generation, (session_id,))
             found = await cursor.fetchone()
             generation = None if found is None else found[0]
+        rows.reverse()
         return generation, rows
-
-    def _append(self, history: _History, newest_first: list[tuple[int, str]]) -> None:
-        """Decode rows fetched newest first and add them at the end of ``history``."""
-        if not newest_first:
-            return
-        with collector_paused():
-            ids, items, corrupt = decode_rows(newest_first[::-1])
-        for row_id, reason in corrupt:
-            self._skip(row_id, reason)
-        history.ids += ids
-        history.items += items
-        history.last_id = max(history.last_id, newest_first[0][0])
-
-
-def _floor(newest_first: list[tuple[int, str]], window: int | None) -> int | None:
-    """What a read of the newest ``window`` rows below some id leaves unread: the rows
-    below the oldest one fetched, or nothing (None) when the window was not filled."""
-    if window is None or len(newest_first) < window:
-        return None
-    return newest_first[-1][0] - 1
 
 
 class _Statements:

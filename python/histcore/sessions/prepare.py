@@ -9,7 +9,6 @@ latest-value dedupe) are the engine's.
 from __future__ import annotations
 
 import inspect
-import sys
 from itertools import repeat
 from typing import Any
 
@@ -24,23 +23,17 @@ from histcore.engine.pairing import outputs_after_calls
 from histcore.engine.vocabulary import METADATA_KEYS
 from histcore.exceptions import UserError
 from histcore.sessions.base import InputItem, Session, SessionInputCallback, resolve_limit
-from histcore.sessions.memory import MemorySession
-from histcore.sessions.sqlite import SQLiteSession
 
 __all__ = ["prepare_input_with_session", "save_turn_to_session"]
 
-# get_items implementations known to return fresh objects nobody else holds: their
-# history needs no extra deep copy. Subclasses that override get_items are not trusted.
-_FRESH_GET_ITEMS = frozenset({SQLiteSession.get_items, MemorySession.get_items})
-
 
 def _returns_fresh_items(session: Session) -> bool:
-    get_items = getattr(type(session), "get_items", None)
-    if get_items in _FRESH_GET_ITEMS:
-        return True
-    # PostgresSession needs the optional postgres extra: trust it only once imported.
-    postgres = sys.modules.get("histcore.sessions.postgres")
-    return postgres is not None and get_items is postgres.PostgresSession.get_items
+    """Whether the session's class declares (``SessionABC._returns_fresh_items``) that
+    ``get_items`` returns objects nobody else holds, so its history needs no extra deep
+    copy. Sessions that declare nothing (the Agents SDK's, test doubles) get copied."""
+    # Read from the class, and only a real True counts: an instance attribute or a
+    # mock's auto-created attribute must not switch the copy off.
+    return getattr(type(session), "_returns_fresh_items", False) is True
 
 
 def _normalised(item: Any) -> Any:

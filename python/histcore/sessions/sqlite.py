@@ -19,15 +19,14 @@ from typing import Any, TypeVar
 from histcore._cancellation import to_the_end
 from histcore.exceptions import SessionError
 from histcore.sessions._codec import encode_items_utf8
-from histcore.sessions._sqlite_store import SQLiteStore, logger
+from histcore.sessions._sqlite_store import SQLiteStore
 from histcore.sessions.base import (
     InputItem,
     SessionSettings,
     _ClosableSession,
-    check_limit,
-    resolve_limit,
+    items_argument,
 )
-from histcore.sessions.memory import items_argument
+from histcore.sessions.sql_store import logger
 
 __all__ = ["SQLiteSession"]
 
@@ -45,6 +44,9 @@ class SQLiteSession(_ClosableSession):
     that every operation raises ``SessionClosedError``. Rows that are not JSON are
     skipped with a logged warning and listed in ``skipped_row_ids``.
     """
+
+    # A read hands out copies of the history cache, or rows decoded for it alone.
+    _returns_fresh_items = True
 
     def __init__(
         self,
@@ -79,9 +81,7 @@ class SQLiteSession(_ClosableSession):
     # --- session API ----------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
-        limit = check_limit(limit)
-        if limit is None:
-            limit = resolve_limit(self)
+        limit = self._read_limit(limit)
         self._store.check_open()
         return await self._in_worker("get_items", self._store.read, limit)
 
