@@ -625,15 +625,16 @@ def test_every_field_damaged_as_text(base: Callable[[], RunState]) -> None:
     data = base().to_json()
 
     def cases() -> Iterator[tuple[str, Callable[[], RunState]]]:
-        for name, path, value in _mutants(data):
+        for number, (name, path, value) in enumerate(_mutants(data)):
             text = _mutant_text(data, path, value)
             yield name, lambda text=text: RunState.from_string(AGENT, text)
-            yield (
-                f"{name} (bytes)",
-                lambda text=text: RunState.from_string(
-                    AGENT, text.encode("utf-8", "surrogatepass")
-                ),
-            )
+            if number % 4 == 0:  # the same text as UTF-8 bytes, for a quarter of the cases
+                yield (
+                    f"{name} (bytes)",
+                    lambda text=text: RunState.from_string(
+                        AGENT, text.encode("utf-8", "surrogatepass")
+                    ),
+                )
 
     _run_cases(f"text/{base.__name__}", cases())
 
@@ -714,7 +715,12 @@ PAUSED_JSON = paused_on_a_file_name().to_json()
 PAUSED_PATHS = list(_paths(PAUSED_JSON))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(where=st.sampled_from(PAUSED_PATHS), value=json_values, as_text=st.booleans())
 def test_any_value_anywhere(where: tuple[Any, ...], value: Any, as_text: bool) -> None:
     data = copy.deepcopy(PAUSED_JSON)
