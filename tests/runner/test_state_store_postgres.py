@@ -29,6 +29,8 @@ from tests.support.sqlite import no_file_left_open, write_junk
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backends]:
     async with backends(request.param, tmp_path) as made:
         yield made
+    if made.name == "postgres":  # the store's second table, beside the ones dropped above
+        await pg_execute(f"DROP TABLE IF EXISTS {made.tables}_states_versions")
 
 
 @function_tool(needs_approval=True)
@@ -137,10 +139,11 @@ async def test_delete_with_and_without_a_version(backend: Backends) -> None:
     assert await store.delete_state("job", expected_version=1) is True
     assert await store.delete_state("job") is False
     assert await store.load_state(agent, "job") is None
-    # A save based on the deleted version is stale; a new first save works.
+    # A save based on the deleted version is stale; a new first save works, and its
+    # version follows the deleted one.
     with pytest.raises(RunStateConflictError, match="it has no checkpoint"):
         await store.save_state("job", await paused_state(agent), expected_version=1)
-    assert await store.save_state("job", await paused_state(agent)) == 1
+    assert await store.save_state("job", await paused_state(agent)) == 2
 
 
 async def test_keys_are_independent(backend: Backends) -> None:
@@ -241,3 +244,182 @@ async def test_a_cancelled_save_is_over_before_the_cancellation_arrives(
     assert await store.version("job") == 2
     loaded = await store.load_state(agent, "job")
     assert loaded is not None and loaded.to_json() == newer.to_json()
+
+
+async def test_versions_never_repeat_after_a_delete(backend: Backends) -> None:
+    store = backend.state_store()
+    agent = bank()
+    first, second, third = [await paused_state(agent, amount) for amount in (1, 2, 3)]
+    assert await store.save_state("job", first) == 1
+    stale = await store.load_stored_state(agent, "job")  # a worker holding version 1
+    assert stale is not None and stale.version == 1
+    assert await store.delete_state("job") is True
+    assert await store.version("job") == 0
+    # The key is recreated; the stale worker's save must not replace the new checkpoint.
+    assert await store.save_state("job", second) == 2
+    with pytest.raises(RunStateConflictError, match="based on version 1 but it is at version 2"):
+        await store.save_state("job", third, expected_version=stale.version)
+    loaded = await store.load_state(agent, "job")
+    assert loaded is not None and loaded.to_json() == second.to_json()
+    # Again with a delete that names its version, and more saves in between.
+    assert await store.save_state("job", third, expected_version=2) == 3
+    assert await store.delete_state("job", expected_version=3) is True
+    assert await store.delete_state("job") is False
+    assert await store.save_state("job", first) == 4
+    with pytest.raises(RunStateConflictError):
+        await store.delete_state("job", expected_version=1)
+    assert await store.version("job") == 4
+    # Other keys are not affected.
+    assert await store.save_state("other", first) == 1
+
+
+async def test_racing_deletes_and_first_saves_never_issue_a_version_twice(
+    backend: Backends,
+) -> None:
+    store = backend.state_store()
+    agent = bank()
+    state = await paused_state(agent)
+    issued: list[int] = []
+
+    async def saver() -> None:
+        for _ in range(15):
+            try:
+                issued.append(await store.save_state("job", state))
+            except RunStateConflictError:
+                pass
+            await asyncio.sleep(0)
+
+    async def deleter() -> None:
+        for _ in range(15):
+            await store.delete_state("job")
+            await asyncio.sleep(0)
+
+    await asyncio.gather(saver(), saver(), deleter(), deleter())
+    assert issued and len(issued) == len(set(issued)), issued
+    last = await store.version("job")
+    assert last == 0 or last == max(issued)
+
+
+async def test_a_checkpoint_holding_a_lone_surrogate_saves_and_loads(backend: Backends) -> None:
+    import os
+
+    name = os.fsdecode(b"report-\xe9.txt")  # 'report-\udce9.txt'
+
+    @function_tool
+    def newest_file() -> str:
+        return name
+
+    model = ScriptedModel(
+        [[function_call("newest_file", {}, "c0")], [function_call("transfer", {"amount": 1}, "c1")]]
+    )
+    agent = Agent("bank", model=model, tools=[newest_file, transfer])
+    state = (await Runner.run(agent, f"Move 1 for {name}")).to_state()
+    state.reject(state.interruptions[0], f"not for {name}")
+    store = backend.state_store()
+    assert await store.save_state("job", state) == 1
+    loaded = await store.load_stored_state(agent, "job")
+    assert loaded is not None and loaded.version == 1
+    assert loaded.state.to_json() == state.to_json()
+    assert loaded.state.original_input == f"Move 1 for {name}"
+    assert await store.save_state("job", loaded.state, expected_version=1) == 2
+
+
+async def test_a_state_that_cannot_be_written_writes_nothing(backend: Backends) -> None:
+    import uuid
+
+    from histcore.runner.models.interface import ModelResponse
+
+    store = backend.state_store()
+    good = await paused_state(bank())
+    bad = RunState(
+        agent_name=good.agent_name,
+        original_input=good.original_input,
+        generated_items=good.generated_items,
+        model_responses=(ModelResponse([], response_id=uuid.uuid4()),),  # type: ignore[arg-type]
+        current_turn=good.current_turn,
+        max_turns=good.max_turns,
+        pending_turn_start=good.pending_turn_start,
+        interruptions=good.interruptions,
+    )
+    with pytest.raises(TypeError, match=r"'model_responses\[0\]\.response_id'"):
+        await store.save_state("job", bad)
+    assert await store.version("job") == 0
+
+
+def test_an_sqlite_database_made_before_the_versions_table_opens_and_keeps_counting(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    agent = bank()
+    text = asyncio.run(paused_state(agent)).to_string()
+    with sqlite3.connect(path) as conn:  # the layout of earlier releases
+        conn.execute(
+            """CREATE TABLE agent_run_states (
+                state_key TEXT PRIMARY KEY,
+                version INTEGER NOT NULL,
+                state_json TEXT NOT NULL,
+                created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+                updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
+            )"""
+        )
+        conn.execute(
+            "INSERT INTO agent_run_states (state_key, version, state_json) VALUES ('job', 7, ?)",
+            (text,),
+        )
+    conn.close()
+
+    async def use() -> None:
+        store = SQLiteRunStateStore(path)
+        try:
+            stored = await store.load_stored_state(agent, "job")
+            assert stored is not None and stored.version == 7
+            assert await store.delete_state("job", expected_version=7) is True
+            assert await store.save_state("job", stored.state) == 8
+        finally:
+            store.close()
+        again = SQLiteRunStateStore(path)  # opening twice is harmless
+        try:
+            assert await again.version("job") == 8
+        finally:
+            again.close()
+
+    asyncio.run(use())
+
+
+async def test_a_postgres_database_made_before_the_versions_table_keeps_counting(
+    tmp_path: Path,
+) -> None:
+    from histcore.sessions.postgres import close_pools
+    from histcore.state_store import PostgresRunStateStore
+    from tests.support.pg import require_pg, unique
+
+    server = require_pg()
+    table = unique("old_states")
+    agent = bank()
+    text = (await paused_state(agent)).to_string()
+    await pg_execute(
+        f"""CREATE TABLE {table} (
+            state_key TEXT PRIMARY KEY,
+            version BIGINT NOT NULL,
+            state_json TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )"""
+    )
+    try:
+        await pg_execute(
+            f"INSERT INTO {table} (state_key, version, state_json) VALUES ('job', 7, %s)",
+            (text,),
+        )
+        store = PostgresRunStateStore(server.dsn, table=table)
+        stored = await store.load_stored_state(agent, "job")
+        assert stored is not None and stored.version == 7
+        assert await store.delete_state("job") is True
+        assert await store.save_state("job", stored.state) == 8
+        with pytest.raises(RunStateConflictError):
+            await store.save_state("job", stored.state, expected_version=7)
+        await close_pools()
+    finally:
+        await pg_execute(f"DROP TABLE IF EXISTS {table}, {table}_versions")

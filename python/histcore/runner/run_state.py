@@ -9,6 +9,7 @@ the state. ``approve`` and ``reject`` are its only mutating methods.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -42,6 +43,8 @@ _FIELDS = (
     "approvals",
 )
 _USAGE_FIELDS = ("requests", "input_tokens", "output_tokens", "total_tokens")
+_RESPONSE_FIELDS = ("output", "usage", "response_id")
+_APPROVAL_FIELDS = ("approved", "message")
 
 
 @dataclass(frozen=True)
@@ -248,53 +251,60 @@ class RunState:
 
     def to_json(self) -> dict[str, Any]:
         """The state as new JSON data (sharing nothing with the state), carrying
-        ``"$schemaVersion"``. Values JSON cannot hold exactly (non-finite floats,
-        non-str keys, other objects) raise ``RunStateError`` naming the field."""
+        ``"$schemaVersion"``.
+
+        Everything written comes back from ``from_json`` as it was, or nothing is
+        written: a value JSON cannot hold exactly raises ``RunStateError`` naming the
+        field. For a value of a type JSON has no form for (a ``datetime``, ``UUID``,
+        ``Decimal``, set, bytes, a plain ``Enum`` member, a dataclass, a non-str dict
+        key, any other object) that error is also a ``TypeError``; non-finite floats
+        and integers too long to write as text are value errors. Tuples are written
+        as arrays, and subclasses of str, int and float (``str`` and ``int`` enums) as
+        their plain value, as ``json`` writes them.
+        """
         original = self._original_input
         with collector_paused():
-            return {
+            data = {
                 "$schemaVersion": SCHEMA_VERSION,
-                "agent": {"name": self._agent_name},
+                "agent": {"name": _str_data(self._agent_name, "agent.name")},
                 "original_input": (
-                    original
+                    _str_data(original, "original_input")
                     if isinstance(original, str)
-                    else _json_data(original, "original_input")
+                    else _array_data(original, "original_input")
                 ),
-                "generated_items": _json_data(self._generated_items, "generated_items"),
+                "generated_items": _array_data(self._generated_items, "generated_items"),
                 "model_responses": [
-                    {
-                        "output": _json_data(response.output, f"model_responses[{index}].output"),
-                        "usage": {name: getattr(response.usage, name) for name in _USAGE_FIELDS},
-                        "response_id": response.response_id,
-                    }
-                    for index, response in enumerate(self._model_responses)
+                    _response_data(response, f"model_responses[{index}]")
+                    for index, response in enumerate(
+                        _sequence(self._model_responses, "model_responses")
+                    )
                 ],
-                "current_turn": self._current_turn,
-                "max_turns": self._max_turns,
-                "pending_turn_start": self._pending_turn_start,
-                "interruptions": _json_data(
-                    [item.raw_item for item in self._interruptions], "interruptions"
+                "current_turn": _int_data(self._current_turn, "current_turn", 0),
+                "max_turns": _int_data(self._max_turns, "max_turns", 1),
+                "pending_turn_start": _int_data(self._pending_turn_start, "pending_turn_start", 0),
+                "interruptions": _array_data(
+                    [_raw_item(item, index) for index, item in enumerate(self._interruptions)],
+                    "interruptions",
                 ),
-                "approvals": {
-                    call_id: {"approved": decision.approved, "message": decision.message}
-                    for call_id, decision in self._approvals.items()
-                },
+                "approvals": _approvals_data(self._approvals),
             }
+            _check_loadable(data)
+        return data
 
     def to_string(self) -> str:
-        """``to_json()`` as a JSON string."""
+        """``to_json()`` as a JSON string (ASCII with ``\\u`` escapes when it holds a
+        lone surrogate, such as a file name decoded by ``os.fsdecode``, so that it is
+        read back exactly)."""
         return _json.dumps(self.to_json()).decode()
 
     @classmethod
     def from_string(cls, agent: Agent, text: str | bytes) -> RunState:
-        """Load a state written by ``to_string`` for ``agent`` (see ``from_json``)."""
+        """Load a state written by ``to_string`` for ``agent`` (see ``from_json``);
+        text that is not JSON raises ``RunStateError``."""
         if not isinstance(text, (str, bytes, bytearray)):
             raise RunStateError(f"RunState text must be a str, not {type(text).__name__}")
-        try:
-            with collector_paused():
-                data = _json.loads(text)
-        except ValueError as exc:
-            raise RunStateError(f"RunState text is not valid JSON: {exc}") from None
+        with collector_paused():
+            data = _parse(text)
         return cls.from_json(agent, data)
 
     @classmethod
@@ -304,8 +314,15 @@ class RunState:
         Every field is checked first; a missing or unsupported ``$schemaVersion``, a
         missing or unknown field, a wrong type, a malformed item, or a state that
         does not fit ``agent`` (another agent's name, a pending call of a tool the
-        agent lacks) raises ``RunStateError`` naming the field. The new state shares
-        nothing with ``data``.
+        agent lacks) raises ``RunStateError`` naming the field, and nothing else is
+        ever raised for any ``data``. The new state shares nothing with ``data``.
+
+        One rule for fields: the objects of the format itself (the top level,
+        ``agent``, each entry of ``model_responses`` and its ``usage``, each decision
+        in ``approvals``) hold exactly their fields, so an unknown or misspelt one is
+        an error, never silently dropped. Items (``original_input``,
+        ``generated_items``, the output of model responses, ``interruptions``) are
+        the model's and the caller's data: they keep whatever keys they have.
         """
         from histcore.runner.agent import Agent
 
@@ -319,25 +336,22 @@ class RunState:
     @classmethod
     def _load(cls, agent: Agent, data: dict[str, Any]) -> RunState:
         _check_version(data)
-        for name in _FIELDS:
-            if name not in data:
-                raise _field_error(name, "missing")
-        unknown = sorted(str(key) for key in data if key not in _FIELDS)
-        if unknown:
-            raise _field_error(unknown[0], "unknown field")
-
+        _check_fields(data, _FIELDS, None)
         agent_data = data["agent"]
         if not isinstance(agent_data, dict) or not isinstance(agent_data.get("name"), str):
             raise _field_error("agent", "expected an object with a string 'name'")
+        _check_fields(agent_data, ("name",), "agent")
         if agent_data["name"] != agent.name:
             raise _field_error(
                 "agent.name",
-                f"the state belongs to agent {agent_data['name']!r}, not {agent.name!r}",
+                f"the state belongs to agent {_show(agent_data['name'])}, not {agent.name!r}",
             )
 
         raw_input = data["original_input"]
         original_input: str | tuple[dict[str, Any], ...] = (
-            raw_input if isinstance(raw_input, str) else _load_items(raw_input, "original_input")
+            str.__str__(raw_input)
+            if isinstance(raw_input, str)
+            else _load_items(raw_input, "original_input")
         )
         generated = _load_items(data["generated_items"], "generated_items")
         responses = _load_responses(data["model_responses"])
@@ -367,6 +381,11 @@ class RunState:
 # --- helpers ---------------------------------------------------------------------------
 
 
+class _NotJSONError(RunStateError, TypeError):
+    """A value of a type JSON has no form for: a ``RunStateError`` that is also the
+    ``TypeError`` ``json`` raises for such a value."""
+
+
 def _copy_response(response: ModelResponse) -> ModelResponse:
     return ModelResponse(
         output=deep_copy_items(response.output),
@@ -377,6 +396,42 @@ def _copy_response(response: ModelResponse) -> ModelResponse:
 
 def _field_error(path: str, problem: str) -> RunStateError:
     return RunStateError(f"RunState field {path!r}: {problem}")
+
+
+def _type_error(path: str, problem: str) -> RunStateError:
+    return _NotJSONError(f"RunState field {path!r}: {problem}")
+
+
+def _parse(text: str | bytes | bytearray) -> Any:
+    """The JSON value of ``text``, or ``RunStateError``.
+
+    orjson reads the usual text; what it refuses goes to ``json`` (with NaN and
+    Infinity tokens refused, as orjson does): ``to_string`` writes a lone surrogate
+    as a ``\\udcxx`` escape, which only ``json`` reads back.
+    """
+    if isinstance(text, bytearray):
+        text = bytes(text)
+    try:
+        return _json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return _json.loads_exact(text)
+    except RecursionError:
+        raise RunStateError("RunState text is not valid JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise RunStateError(f"RunState text is not valid JSON: {exc}") from None
+
+
+def _show(value: Any) -> str:
+    """``repr(value)`` for an error message, whatever the value (an integer too long
+    for ``repr`` included), cut to a readable length."""
+    if isinstance(value, int) and _long_int_problem(value) is not None:
+        return f"an integer of {value.bit_length()} bits"
+    if not isinstance(value, (str, int, float)) and value is not None:
+        return f"a {type(value).__name__}"
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _kind(value: Any) -> str:
@@ -406,18 +461,55 @@ def _check_version(data: dict[str, Any]) -> None:
     if version > SCHEMA_VERSION:
         raise _field_error(
             "$schemaVersion",
-            f"version {version} was written by a newer histcore; this one reads "
+            f"version {_show(version)} was written by a newer histcore; this one reads "
             f"version {SCHEMA_VERSION}",
         )
     if version != SCHEMA_VERSION:
-        raise _field_error("$schemaVersion", f"unsupported version {version}")
+        raise _field_error("$schemaVersion", f"unsupported version {_show(version)}")
+
+
+def _check_fields(data: dict[Any, Any], fields: tuple[str, ...], path: str | None) -> None:
+    """``data`` holds exactly ``fields``: the first missing, then the first unknown,
+    is an error naming it (under ``path``)."""
+
+    def where(name: str) -> str:
+        return name if path is None else f"{path}.{name}"
+
+    for name in fields:
+        if name not in data:
+            raise _field_error(where(name), "missing")
+    unknown = [key for key in data if key not in fields]
+    if unknown:
+        names = sorted(key if isinstance(key, str) else _show(key) for key in unknown)
+        raise _field_error(where(names[0]), "unknown field")
+
+
+def _long_int_problem(value: int) -> str | None:
+    """Why ``json`` cannot write (or read back) integer ``value``, or None: Python
+    refuses to turn integers of more than ``sys.get_int_max_str_digits()`` digits
+    into text."""
+    if -(2**63) <= value < 2**64:
+        return None
+    try:
+        int.__repr__(value)
+    except ValueError:
+        return (
+            f"an integer of {value.bit_length()} bits has more than "
+            f"{sys.get_int_max_str_digits()} digits, more than Python writes as text"
+        )
+    return None
 
 
 def _json_data(value: Any, path: str, depth: int = 0) -> Any:
     """A new JSON-data copy of ``value`` (tuples become lists); raises naming ``path``
     for anything JSON cannot represent exactly."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        problem = None if -(2**63) <= value < 2**64 else _long_int_problem(value)
+        if problem is not None:
+            raise _field_error(path, problem)
         return value
     if kind is float:
         if not math.isfinite(value):
@@ -428,29 +520,127 @@ def _json_data(value: Any, path: str, depth: int = 0) -> Any:
             raise _field_error(path, f"nested deeper than {MAX_DEPTH} levels")
         out: dict[str, Any] = {}
         for key, member in value.items():
-            if not isinstance(key, str):
-                raise _field_error(path, f"key {key!r} is not a string")
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise _type_error(path, f"key {_show(key)} is not a string")
+                key = str.__str__(key)
             out[key] = _json_data(member, f"{path}.{key}", depth + 1)
+        if len(out) != len(value):  # str subclass keys equal to others as plain str
+            raise _field_error(path, "two keys are the same string")
         return out
     if kind is list or kind is tuple:
         if depth >= MAX_DEPTH:
             raise _field_error(path, f"nested deeper than {MAX_DEPTH} levels")
         return [_json_data(member, f"{path}[{i}]", depth + 1) for i, member in enumerate(value)]
-    # Subclasses of the JSON scalars (str/int enums and the like) keep their plain value.
+    # Subclasses of the JSON scalars (str/int enums and the like) keep their plain
+    # value, as ``json`` writes them; a plain Enum member is no JSON scalar.
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
+        return _json_data(int.__index__(value), path, depth)
     if isinstance(value, float):
-        return _json_data(float(value), path, depth)
-    raise _field_error(path, f"{_kind(value)} is not JSON data")
+        return _json_data(float.__float__(value), path, depth)
+    raise _type_error(path, f"{_kind(value)} is not JSON data")
 
 
-def _load_item(value: Any, path: str) -> dict[str, Any]:
+def _sequence(value: Any, path: str) -> list[Any] | tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise _type_error(path, f"expected an array, got {_kind(value)}")
+    return value
+
+
+def _array_data(value: Any, path: str) -> list[Any]:
+    data: list[Any] = _json_data(_sequence(value, path), path)
+    return data
+
+
+def _str_data(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _type_error(path, f"expected a string, got {_kind(value)}")
+    return str.__str__(value)
+
+
+def _optional_str_data(value: Any, path: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise _type_error(path, f"expected a string or null, got {_kind(value)}")
+    return None if value is None else str.__str__(value)
+
+
+def _int_data(value: Any, path: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _type_error(path, f"expected an integer, got {_kind(value)}")
+    return _load_int(value, path, minimum=minimum)
+
+
+def _response_data(response: Any, path: str) -> dict[str, Any]:
+    if not isinstance(response, ModelResponse):
+        raise _type_error(path, f"expected a ModelResponse, got {_kind(response)}")
+    return {
+        "output": _array_data(response.output, f"{path}.output"),
+        "usage": {
+            name: _int_data(getattr(response.usage, name, None), f"{path}.usage.{name}", 0)
+            for name in _USAGE_FIELDS
+        },
+        "response_id": _optional_str_data(response.response_id, f"{path}.response_id"),
+    }
+
+
+def _raw_item(item: Any, index: int) -> Any:
+    if not isinstance(item, ToolApprovalItem):
+        raise _type_error(
+            f"interruptions[{index}]", f"expected a ToolApprovalItem, got {_kind(item)}"
+        )
+    return item.raw_item
+
+
+def _approvals_data(approvals: dict[str, ApprovalDecision]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for call_id, decision in approvals.items():
+        key = _str_data(call_id, "approvals")
+        path = f"approvals.{key}"
+        if not isinstance(decision, ApprovalDecision) or type(decision.approved) is not bool:
+            raise _type_error(path, "expected an ApprovalDecision")
+        data[key] = {
+            "approved": decision.approved,
+            "message": _optional_str_data(decision.message, f"{path}.message"),
+        }
+    return data
+
+
+def _check_loadable(data: dict[str, Any]) -> None:
+    """The checks of ``from_json`` that need no agent, on JSON data ``to_json`` made:
+    a state that is written also loads (for an agent with its tools). Items are
+    checked only at their top level, as they were copied already."""
+    original = data["original_input"]
+    generated: list[dict[str, Any]] = data["generated_items"]
+    for index, item in enumerate([] if isinstance(original, str) else original):
+        _check_item(item, f"original_input[{index}]")
+    for index, item in enumerate(generated):
+        _check_item(item, f"generated_items[{index}]")
+    for number, response in enumerate(data["model_responses"]):
+        for index, item in enumerate(response["output"]):
+            _check_item(item, f"model_responses[{number}].output[{index}]")
+    pending_start: int = data["pending_turn_start"]
+    if pending_start > len(generated):
+        raise _field_error(
+            "pending_turn_start",
+            f"{pending_start} is past the end of generated_items ({len(generated)} items)",
+        )
+    interruptions = _load_interruptions(
+        data["interruptions"], None, tuple(generated), pending_start
+    )
+    _load_approvals(data["approvals"], {item.call_id for item in interruptions})
+
+
+def _check_item(value: Any, path: str) -> None:
     if not isinstance(value, dict):
         raise _field_error(path, f"expected an object, got {_kind(value)}")
     if not isinstance(value.get("type"), str) and not isinstance(value.get("role"), str):
         raise _field_error(path, "an item needs a string 'type' or 'role'")
+
+
+def _load_item(value: Any, path: str) -> dict[str, Any]:
+    _check_item(value, path)
     item: dict[str, Any] = _json_data(value, path)
     return item
 
@@ -464,9 +654,13 @@ def _load_items(value: Any, path: str) -> tuple[dict[str, Any], ...]:
 def _load_int(value: Any, path: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _field_error(path, f"expected an integer, got {_kind(value)}")
-    if value < minimum:
-        raise _field_error(path, f"must be at least {minimum}, got {value}")
-    return value
+    number = int.__index__(value)
+    if number < minimum:
+        raise _field_error(path, f"must be at least {minimum}, got {_show(number)}")
+    problem = _long_int_problem(number)
+    if problem is not None:
+        raise _field_error(path, problem)
+    return number
 
 
 def _load_responses(value: Any) -> tuple[ModelResponse, ...]:
@@ -477,15 +671,11 @@ def _load_responses(value: Any) -> tuple[ModelResponse, ...]:
         path = f"model_responses[{index}]"
         if not isinstance(entry, dict):
             raise _field_error(path, f"expected an object, got {_kind(entry)}")
-        for name in ("output", "usage", "response_id"):
-            if name not in entry:
-                raise _field_error(f"{path}.{name}", "missing")
+        _check_fields(entry, _RESPONSE_FIELDS, path)
         usage = entry["usage"]
         if not isinstance(usage, dict):
             raise _field_error(f"{path}.usage", f"expected an object, got {_kind(usage)}")
-        for name in _USAGE_FIELDS:
-            if name not in usage:
-                raise _field_error(f"{path}.usage.{name}", "missing")
+        _check_fields(usage, _USAGE_FIELDS, f"{path}.usage")
         counts = {
             name: _load_int(usage[name], f"{path}.usage.{name}", minimum=0)
             for name in _USAGE_FIELDS
@@ -497,20 +687,27 @@ def _load_responses(value: Any) -> tuple[ModelResponse, ...]:
             )
         output = list(_load_items(entry["output"], f"{path}.output"))
         responses.append(
-            ModelResponse(output=output, usage=Usage(**counts), response_id=response_id)
+            ModelResponse(
+                output=output,
+                usage=Usage(**counts),
+                response_id=None if response_id is None else str.__str__(response_id),
+            )
         )
     return tuple(responses)
 
 
 def _load_interruptions(
-    value: Any, agent: Agent, generated: tuple[dict[str, Any], ...], pending_start: int
+    value: Any, agent: Agent | None, generated: tuple[dict[str, Any], ...], pending_start: int
 ) -> tuple[ToolApprovalItem, ...]:
+    """The pending calls: function calls of the paused turn, each listed once, of
+    tools ``agent`` has (not checked without one)."""
     if not isinstance(value, list):
         raise _field_error("interruptions", f"expected an array, got {_kind(value)}")
+    # Items are the model's data: a call id that is no string names no pending call.
     calls_of_paused_turn = {
-        item.get("call_id")
+        item["call_id"]
         for item in generated[pending_start:]
-        if item.get("type") == "function_call"
+        if item.get("type") == "function_call" and isinstance(item.get("call_id"), str)
     }
     items: list[ToolApprovalItem] = []
     seen: set[str] = set()
@@ -524,14 +721,16 @@ def _load_interruptions(
                 raise _field_error(
                     f"{path}.{name}", f"expected a string, got {_kind(raw.get(name))}"
                 )
-        if agent.get_tool(raw["name"]) is None:
-            raise _field_error(f"{path}.name", f"agent {agent.name!r} has no tool {raw['name']!r}")
+        if agent is not None and agent.get_tool(raw["name"]) is None:
+            raise _field_error(
+                f"{path}.name", f"agent {agent.name!r} has no tool {_show(raw['name'])}"
+            )
         if raw["call_id"] in seen:
-            raise _field_error(f"{path}.call_id", f"call {raw['call_id']!r} is listed twice")
+            raise _field_error(f"{path}.call_id", f"call {_show(raw['call_id'])} is listed twice")
         if raw["call_id"] not in calls_of_paused_turn:
             raise _field_error(
                 f"{path}.call_id",
-                f"call {raw['call_id']!r} is not a function call of the paused turn "
+                f"call {_show(raw['call_id'])} is not a function call of the paused turn "
                 "(generated_items from pending_turn_start)",
             )
         seen.add(raw["call_id"])
@@ -544,11 +743,17 @@ def _load_approvals(value: Any, pending: set[str]) -> dict[str, ApprovalDecision
         raise _field_error("approvals", f"expected an object, got {_kind(value)}")
     decisions: dict[str, ApprovalDecision] = {}
     for call_id, entry in value.items():
+        if not isinstance(call_id, str):
+            raise _field_error("approvals", f"key {_show(call_id)} is not a string")
         path = f"approvals.{call_id}"
         if call_id not in pending:
             raise _field_error(path, "no pending interruption has this call id")
-        if not isinstance(entry, dict) or set(entry) != {"approved", "message"}:
+        if not isinstance(entry, dict):
             raise _field_error(path, "expected an object with 'approved' and 'message'")
+        try:
+            _check_fields(entry, _APPROVAL_FIELDS, path)
+        except RunStateError:
+            raise _field_error(path, "expected an object with 'approved' and 'message'") from None
         if not isinstance(entry["approved"], bool):
             raise _field_error(
                 f"{path}.approved", f"expected a boolean, got {_kind(entry['approved'])}"
@@ -558,5 +763,7 @@ def _load_approvals(value: Any, pending: set[str]) -> dict[str, ApprovalDecision
             raise _field_error(
                 f"{path}.message", f"expected a string or null, got {_kind(message)}"
             )
-        decisions[call_id] = ApprovalDecision(entry["approved"], message)
+        decisions[str.__str__(call_id)] = ApprovalDecision(
+            entry["approved"], None if message is None else str.__str__(message)
+        )
     return decisions

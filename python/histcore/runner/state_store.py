@@ -11,6 +11,13 @@ cannot both record their continuation: the slower one learns it is stale::
     result = await Runner.run(agent, stored.state)
     await store.save_state("job-7", result.to_state(), expected_version=stored.version)
 
+A version is never issued twice for one key, not even after ``delete_state``: the
+first save after a delete gets the version after the deleted one, so a worker still
+holding a version from before the delete is stale, not mistaken for the current
+writer. The stores remember the last version of each deleted key for that (memory:
+in a dict; SQLite and PostgreSQL: in a second table, ``<table>_versions``, created
+next to the checkpoints, also in databases made before it existed).
+
 Backends: ``MemoryRunStateStore`` (this process only), ``SQLiteRunStateStore`` (a
 file, possibly the SQLite session's) and ``PostgresRunStateStore`` (the PostgreSQL
 session's database and connection pool; needs the ``postgres`` extra). All keep the
@@ -110,7 +117,8 @@ class RunStateStore(ABC):
 
     async def save_state(self, key: str, state: RunState, *, expected_version: int = 0) -> int:
         """Store ``state`` under ``key`` if the stored version is ``expected_version``
-        (0: the key has no checkpoint yet); return the new version.
+        (0: the key has no checkpoint now); return the new version, one more than
+        any version the key ever had.
 
         Raises ``RunStateConflictError`` when another save got there first, and
         ``RunStateError`` when the state cannot be serialised; nothing is written then.
@@ -151,7 +159,7 @@ class RunStateStore(ABC):
     async def delete_state(self, key: str, *, expected_version: int | None = None) -> bool:
         """Remove the checkpoint under ``key``; True if there was one. With
         ``expected_version``, only if that is still the stored version (else
-        ``RunStateConflictError``)."""
+        ``RunStateConflictError``). The key's versions go on from the deleted one."""
         key = _check_key(key)
         if expected_version is not None:
             expected_version = _check_version(expected_version, "expected_version")
@@ -164,11 +172,13 @@ class RunStateStore(ABC):
     @abstractmethod
     async def _write(self, key: str, text: str, expected_version: int) -> int:
         """Atomically: if the stored version is ``expected_version``, store ``text``
-        with the next version and return it; else raise RunStateConflictError."""
+        with the next version (after a delete: the one after the deleted version)
+        and return it; else raise RunStateConflictError."""
 
     @abstractmethod
     async def _delete(self, key: str, expected_version: int | None) -> bool:
-        """Atomically remove ``key`` (if at ``expected_version``, when given)."""
+        """Atomically remove ``key`` (if at ``expected_version``, when given),
+        remembering its version for the next ``_write``."""
 
 
 # --- in memory ------------------------------------------------------------------------
@@ -179,6 +189,8 @@ class MemoryRunStateStore(RunStateStore):
 
     def __init__(self) -> None:
         self._states: dict[str, tuple[int, str]] = {}
+        #: The last version of each deleted key (a new checkpoint starts after it).
+        self._deleted: dict[str, int] = {}
         self._lock = threading.Lock()
 
     async def _read(self, key: str) -> tuple[int, str] | None:
@@ -187,18 +199,25 @@ class MemoryRunStateStore(RunStateStore):
 
     async def _write(self, key: str, text: str, expected_version: int) -> int:
         with self._lock:
-            current = self._states.get(key, (0, ""))[0]
+            stored = self._states.get(key)
+            current = 0 if stored is None else stored[0]
             if current != expected_version:
                 raise RunStateConflictError(key, expected_version, current)
-            self._states[key] = (current + 1, text)
-            return current + 1
+            version = (current if stored is not None else self._deleted.get(key, 0)) + 1
+            self._states[key] = (version, text)
+            return version
 
     async def _delete(self, key: str, expected_version: int | None) -> bool:
         with self._lock:
-            current = self._states.get(key, (0, ""))[0]
+            stored = self._states.get(key)
+            current = 0 if stored is None else stored[0]
             if expected_version is not None and current != expected_version:
                 raise RunStateConflictError(key, expected_version, current)
-            return self._states.pop(key, None) is not None
+            if stored is None:
+                return False
+            del self._states[key]
+            self._deleted[key] = current
+            return True
 
     def __repr__(self) -> str:
         return f"MemoryRunStateStore(keys={len(self._states)})"
@@ -225,6 +244,7 @@ class SQLiteRunStateStore(RunStateStore):
             raise TypeError(f"db_path must be a str or a path, not {type(db_path).__name__}")
         self.db_path = db_path
         self.table = _check_table_name(table)
+        self._versions = f"{self.table}_versions"
         self._lock = threading.Lock()
         self._closed = False
         path = os.fspath(db_path)
@@ -244,6 +264,13 @@ class SQLiteRunStateStore(RunStateStore):
                     state_json TEXT NOT NULL,
                     created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
                     updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
+                )"""
+            )
+            # The last version of each deleted key; added to older databases as well.
+            self._conn.execute(
+                f"""CREATE TABLE IF NOT EXISTS {self._versions} (
+                    state_key TEXT PRIMARY KEY,
+                    last_version INTEGER NOT NULL
                 )"""
             )
         except BaseException as exc:
@@ -279,12 +306,14 @@ class SQLiteRunStateStore(RunStateStore):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if expected_version == 0:
+                    version = self._deleted_version(key) + 1
                     cursor = conn.execute(
                         f"INSERT OR IGNORE INTO {self.table} (state_key, version, state_json) "
-                        "VALUES (?, 1, ?)",
-                        (key, text),
+                        "VALUES (?, ?, ?)",
+                        (key, version, text),
                     )
                 else:
+                    version = expected_version + 1
                     cursor = conn.execute(
                         f"UPDATE {self.table} SET version = version + 1, state_json = ?, "
                         "updated_at = CURRENT_TIMESTAMP WHERE state_key = ? AND version = ?",
@@ -300,9 +329,15 @@ class SQLiteRunStateStore(RunStateStore):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            return expected_version + 1
+            return version
 
         return await self._in_worker("save", write)
+
+    def _deleted_version(self, key: str) -> int:
+        row = self._conn.execute(
+            f"SELECT last_version FROM {self._versions} WHERE state_key = ?", (key,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
 
     async def _delete(self, key: str, expected_version: int | None) -> bool:
         def delete() -> bool:
@@ -313,7 +348,14 @@ class SQLiteRunStateStore(RunStateStore):
                 version = 0 if current is None else current[0]
                 if expected_version is not None and version != expected_version:
                     raise RunStateConflictError(key, expected_version, version)
-                conn.execute(f"DELETE FROM {self.table} WHERE state_key = ?", (key,))
+                if current is not None:
+                    conn.execute(f"DELETE FROM {self.table} WHERE state_key = ?", (key,))
+                    conn.execute(
+                        f"INSERT INTO {self._versions} (state_key, last_version) VALUES (?, ?) "
+                        "ON CONFLICT (state_key) DO UPDATE SET last_version = "
+                        "MAX(last_version, excluded.last_version)",
+                        (key, version),
+                    )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -366,6 +408,7 @@ class PostgresRunStateStore(RunStateStore):
         self._pool_max_size = pool_max_size
         self._connect_timeout = connect_timeout
         self.table = _check_table_name(table)
+        self._versions = f"{self.table}_versions"
         self._schema = [
             f"""CREATE TABLE IF NOT EXISTS {self.table} (
                 state_key TEXT PRIMARY KEY,
@@ -373,10 +416,16 @@ class PostgresRunStateStore(RunStateStore):
                 state_json TEXT NOT NULL,
                 created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
                 updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )"""
+            )""",
+            # The last version of each deleted key; added to older databases as well.
+            f"""CREATE TABLE IF NOT EXISTS {self._versions} (
+                state_key TEXT PRIMARY KEY,
+                last_version BIGINT NOT NULL
+            )""",
         ]
         self._columns = {
-            self.table: {"state_key": "text", "version": "bigint", "state_json": "text"}
+            self.table: {"state_key": "text", "version": "bigint", "state_json": "text"},
+            self._versions: {"state_key": "text", "last_version": "bigint"},
         }
 
     async def _run(self, operation: str, work: Callable[[Any], Any]) -> Any:
@@ -412,16 +461,28 @@ class PostgresRunStateStore(RunStateStore):
         found: tuple[int, str] | None = await self._run("load", read)
         return found
 
+    async def _lock_key(self, conn: Any, key: str) -> None:
+        """Take the transaction lock that first saves and deletes of ``key`` share,
+        so a first save reads the version a concurrent delete leaves behind (updates
+        need none: the row lock and the version check decide them)."""
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.table}:{key}",)
+        )
+
     async def _write(self, key: str, text: str, expected_version: int) -> int:
         async def write(conn: Any) -> int | None:
-            # One statement each way: concurrent savers of one key are decided by the
-            # row lock (UPDATE re-checks the version after waiting) or the primary key.
+            # Concurrent savers of one key are decided by the row lock (UPDATE re-checks
+            # the version after waiting) or the primary key.
             if expected_version == 0:
-                cursor = await conn.execute(
-                    f"INSERT INTO {self.table} (state_key, version, state_json) "
-                    "VALUES (%s, 1, %s) ON CONFLICT (state_key) DO NOTHING RETURNING version",
-                    (key, text),
-                )
+                async with conn.transaction():
+                    await self._lock_key(conn, key)
+                    cursor = await conn.execute(
+                        f"INSERT INTO {self.table} (state_key, version, state_json) "
+                        f"SELECT %s, COALESCE(MAX(last_version), 0) + 1, %s FROM {self._versions} "
+                        "WHERE state_key = %s ON CONFLICT (state_key) DO NOTHING RETURNING version",
+                        (key, text, key),
+                    )
+                    row = await cursor.fetchone()
             else:
                 cursor = await conn.execute(
                     f"UPDATE {self.table} SET version = version + 1, state_json = %s, "
@@ -429,7 +490,7 @@ class PostgresRunStateStore(RunStateStore):
                     "RETURNING version",
                     (text, key, expected_version),
                 )
-            row = await cursor.fetchone()
+                row = await cursor.fetchone()
             return None if row is None else int(row[0])
 
         version: int | None = await self._run("save", write)
@@ -440,16 +501,29 @@ class PostgresRunStateStore(RunStateStore):
 
     async def _delete(self, key: str, expected_version: int | None) -> bool:
         async def delete(conn: Any) -> bool:
-            if expected_version is None:
-                cursor = await conn.execute(
-                    f"DELETE FROM {self.table} WHERE state_key = %s RETURNING 1", (key,)
+            async with conn.transaction():
+                await self._lock_key(conn, key)
+                if expected_version is None:
+                    cursor = await conn.execute(
+                        f"DELETE FROM {self.table} WHERE state_key = %s RETURNING version",
+                        (key,),
+                    )
+                else:
+                    cursor = await conn.execute(
+                        f"DELETE FROM {self.table} WHERE state_key = %s AND version = %s "
+                        "RETURNING version",
+                        (key, expected_version),
+                    )
+                row = await cursor.fetchone()
+                if row is None:
+                    return False
+                await conn.execute(
+                    f"INSERT INTO {self._versions} AS v (state_key, last_version) "
+                    "VALUES (%s, %s) ON CONFLICT (state_key) DO UPDATE SET "
+                    "last_version = GREATEST(v.last_version, EXCLUDED.last_version)",
+                    (key, int(row[0])),
                 )
-            else:
-                cursor = await conn.execute(
-                    f"DELETE FROM {self.table} WHERE state_key = %s AND version = %s RETURNING 1",
-                    (key, expected_version),
-                )
-            return await cursor.fetchone() is not None
+            return True
 
         deleted: bool = await self._run("delete", delete)
         if not deleted and expected_version is not None:

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import re
+import sys
 import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any, Literal, TypeVar, overload
 import orjson
 
 from histcore.engine import exact_json as _json
+from histcore.engine.items import MAX_DEPTH
 from histcore.exceptions import ModelBehaviorError, UserError
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolErrorFunction",
     "default_tool_error_function",
+    "encode_arguments",
     "function_tool",
 ]
 
@@ -122,11 +125,12 @@ class FunctionTool:
         }
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
-        """The call's JSON arguments as a dict (an empty string means no arguments)."""
+        """The call's JSON arguments as a dict (an empty string means no arguments);
+        what ``encode_arguments`` wrote comes back exactly."""
         if not arguments.strip():
             return {}
         try:
-            parsed = _json.loads(arguments)
+            parsed = _decode_arguments(arguments)
         except ValueError as exc:
             raise ToolArgumentsError(f"arguments are not valid JSON ({exc})") from None
         if not isinstance(parsed, dict):
@@ -168,6 +172,88 @@ class FunctionTool:
             logger.warning("tool %r failed", self.name, exc_info=True)
             return self.failure_error_function(self.name, exc)
         return tool_output_text(result)
+
+
+def encode_arguments(arguments: Mapping[str, Any]) -> str:
+    """The JSON text of a call's ``arguments``, which ``parse_arguments`` reads back as
+    exactly these values (as the ``arguments`` of a ``function_call`` item).
+
+    A value JSON has no form for raises ``TypeError`` naming its path
+    (``arguments.when``): a ``datetime``, ``date``, ``UUID``, ``Decimal``, a plain
+    ``Enum`` member, a dataclass, a set, bytes, a non-str key or any other object,
+    none of which ``json`` writes. A value JSON would change raises ``ValueError``
+    naming it: a non-finite float, an integer too long to write as text, nesting
+    deeper than ``MAX_DEPTH``. Tuples are written as arrays and subclasses of str,
+    int and float (``str`` and ``int`` enums) as their plain value, as ``json`` writes
+    them; a lone surrogate (``os.fsdecode`` of a file name) round-trips.
+    """
+    if not isinstance(arguments, Mapping):
+        raise TypeError(f"arguments must be a mapping, not {type(arguments).__name__}")
+    return _json.dumps(_plain_arguments(dict(arguments), "arguments", 0)).decode()
+
+
+def _decode_arguments(text: str) -> Any:
+    """The value of JSON text: orjson first; what it refuses goes to ``json`` with NaN
+    and Infinity refused (a lone surrogate's escape, as ``encode_arguments`` writes
+    it, is read only by ``json``). Raises ValueError for text that is not JSON."""
+    try:
+        return _json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return _json.loads_exact(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _plain_arguments(value: Any, path: str, depth: int) -> Any:
+    """A JSON-data copy of ``value`` that ``json`` writes and reads back unchanged."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if not -(2**63) <= value < 2**64:
+            try:
+                int.__repr__(value)
+            except ValueError:
+                raise ValueError(
+                    f"{path}: an integer of more than {sys.get_int_max_str_digits()} digits "
+                    "cannot be written as JSON text"
+                ) from None
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{path}: {value!r} cannot be stored in JSON")
+        return value
+    if kind is dict or kind is list or kind is tuple:
+        if depth >= MAX_DEPTH:
+            raise ValueError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        if kind is not dict:
+            return [
+                _plain_arguments(member, f"{path}[{index}]", depth + 1)
+                for index, member in enumerate(value)
+            ]
+        out: dict[str, Any] = {}
+        for key, member in value.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"{path}: a {type(key).__name__} key is not a string "
+                    "(JSON would write it as one)"
+                )
+            key = str.__str__(key)
+            if key in out:
+                raise ValueError(f"{path}: key {key!r} is there twice")
+            out[key] = _plain_arguments(member, f"{path}.{key}", depth + 1)
+        return out
+    # Subclasses of the JSON scalars keep their plain value, as json writes them; a
+    # plain Enum member is none of them.
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _plain_arguments(int.__index__(value), path, depth)
+    if isinstance(value, float):
+        return _plain_arguments(float.__float__(value), path, depth)
+    raise TypeError(f"{path}: {type(value).__name__} is not JSON data")
 
 
 def tool_output_text(value: Any) -> str:
