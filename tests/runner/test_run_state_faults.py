@@ -588,10 +588,17 @@ def _outcome(load: Callable[[], RunState]) -> str:
     return "clean"
 
 
+# The whole suite takes about half a minute: CI runs it whole once
+# (HISTCORE_FAULT_SUITE=full), and every other run takes every fifth case.
+_EVERY = 1 if os.environ.get("HISTCORE_FAULT_SUITE") == "full" else 5
+
+
 def _run_cases(kind: str, cases: Iterator[tuple[str, Callable[[], RunState]]]) -> None:
     failures: list[str] = []
     counts: Counter[str] = Counter()
-    for name, load in cases:
+    for number, (name, load) in enumerate(cases):
+        if number % _EVERY:
+            continue
         outcome = _outcome(load)
         counts[outcome if outcome in ("clean", "RunStateError") else "other"] += 1
         if outcome not in ("clean", "RunStateError"):

@@ -276,7 +276,8 @@ class Backends:
 
             await close_pools()
             # Leave a server given by HISTCORE_PG_DSN as it was found.
-            tables = ", ".join(f"{self.tables}_{t}" for t in ("messages", "sessions", "states"))
+            kinds = ("messages", "sessions", "states", "states_versions")
+            tables = ", ".join(f"{self.tables}_{kind}" for kind in kinds)
             await pg_execute(f"DROP TABLE IF EXISTS {tables}")
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from histcore._cancellation import to_the_end
 from histcore.exceptions import HistcoreError, RunStateError
 from histcore.runner.run_state import RunState
+from histcore.sessions.sql_store import check_table_name
 
 if TYPE_CHECKING:
     from histcore.runner.agent import Agent
@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
 
 
 class RunStateStoreError(HistcoreError):
@@ -104,12 +103,6 @@ def _check_version(value: object, name: str) -> int:
     if value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value}")
     return value
-
-
-def _check_table_name(name: object) -> str:
-    if not isinstance(name, str) or not _TABLE_NAME.match(name):
-        raise ValueError(f"table must be a plain SQL identifier, got {name!r}")
-    return name
 
 
 class RunStateStore(ABC):
@@ -243,7 +236,7 @@ class SQLiteRunStateStore(RunStateStore):
         if not isinstance(db_path, (str, os.PathLike)):
             raise TypeError(f"db_path must be a str or a path, not {type(db_path).__name__}")
         self.db_path = db_path
-        self.table = _check_table_name(table)
+        self.table = check_table_name(table, "table")
         self._versions = f"{self.table}_versions"
         self._lock = threading.Lock()
         self._closed = False
@@ -407,7 +400,7 @@ class PostgresRunStateStore(RunStateStore):
         self._pool = pool
         self._pool_max_size = pool_max_size
         self._connect_timeout = connect_timeout
-        self.table = _check_table_name(table)
+        self.table = check_table_name(table, "table")
         self._versions = f"{self.table}_versions"
         self._schema = [
             f"""CREATE TABLE IF NOT EXISTS {self.table} (

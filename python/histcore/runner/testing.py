@@ -23,6 +23,7 @@ from histcore.engine import exact_json as _json
 from histcore.engine.items import deep_copy_items
 from histcore.exceptions import HistcoreError, UserError
 from histcore.runner.models.interface import ModelResponse, ModelStreamEvent, Usage
+from histcore.runner.tool import encode_arguments
 
 __all__ = [
     "ModelCall",
@@ -216,10 +217,11 @@ def user_message(text: str) -> dict[str, Any]:
 def function_call(
     name: str, arguments: str | dict[str, Any] = "{}", call_id: str | None = None
 ) -> dict[str, Any]:
-    """A function call output item; ``arguments`` may be a dict (sent as JSON) and
-    ``call_id`` defaults to a new unique id."""
+    """A function call output item; ``arguments`` may be a dict (sent as JSON, exactly:
+    a value JSON cannot hold is a TypeError naming it) and ``call_id`` defaults to a new
+    unique id."""
     if not isinstance(arguments, str):
-        arguments = _json.dumps(arguments).decode()
+        arguments = encode_arguments(arguments)
     return {
         "type": "function_call",
         "call_id": call_id if call_id is not None else f"call_{next(_call_ids)}",
