@@ -43,6 +43,7 @@ lint:
 	$(PYTHON) -m ruff format --check python tests benches
 	$(PYTHON) -m mypy --strict
 	cd /tmp && $(dir $(shell command -v $(PYTHON)))lint-imports --config $(CURDIR)/pyproject.toml
+	$(PYTHON) scripts/function_lengths.py python/histcore tests benches scripts
 
 fmt:
 	cargo fmt
