@@ -9,8 +9,6 @@ is dropped, and the engines agree, exceptions included.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -23,21 +21,7 @@ from histcore.engine import pure_input
 from histcore.engine.model_input import window_start
 from tests.support.strategies import FunctionCallModel, positions
 
-VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "input_rules.json"
 PROPERTY = settings(max_examples=200, deadline=None)
-
-
-def _cases() -> list[Any]:
-    cases = json.loads(VECTORS.read_text(encoding="utf-8"))
-    return [pytest.param(case, id=case["name"]) for case in cases]
-
-
-@pytest.mark.parametrize("case", _cases())
-def test_vectors(engine: ModuleType, case: dict[str, Any]) -> None:
-    items, history = case["items"], case["history"]
-    found = engine.input_problems(items, history=history)
-    assert [list(problem) for problem in found] == case["problems"]
-    assert positions(engine.repair_input(items, history=history), items) == case["kept"]
 
 
 # --- generated histories -------------------------------------------------------------
