@@ -19,7 +19,14 @@ from hypothesis import strategies as st
 from histcore import items as public
 from histcore.engine import pure_input
 from histcore.engine.model_input import window_start
-from tests.support.strategies import FunctionCallModel, positions
+from tests.support.strategies import (
+    FAKE_ID,
+    FunctionCallModel,
+    histories,
+    history_items,
+    positions,
+    sdk_histories,
+)
 
 PROPERTY = settings(max_examples=200, deadline=None)
 
@@ -209,6 +216,262 @@ def test_public_problems_name_position_rule_and_message() -> None:
         "input[1]: tool output for call_id 'c7' has no call of its type before it"
     )
     assert public.repair_input(items) == [items[0]]
+
+
+# --- the engines agree on anything -------------------------------------------------
+
+Outcome = tuple[str, Any]
+
+
+def _outcome(engine: ModuleType, name: str, items: Any, history: Any) -> Outcome:
+    """What a call gave: problems, kept objects (by identity), or the exception raised."""
+    try:
+        result = getattr(engine, name)(items, history=history)
+    except Exception as exc:  # the exception itself is what gets compared
+        return ("raised", (type(exc), str(exc)))
+    if name == "repair_input":
+        return ("returned", [id(item) for item in result])
+    return ("returned", result)
+
+
+def _assert_same(pure: ModuleType, core: ModuleType, items: Any, history: Any = None) -> None:
+    for name in ("input_problems", "repair_input"):
+        expected = _outcome(pure, name, items, history)
+        assert _outcome(core, name, items, history) == expected, name
+
+
+@PROPERTY
+@given(
+    items=st.one_of(histories(), sdk_histories(max_size=24)),
+    history=st.one_of(st.none(), histories(), sdk_histories()),
+)
+def test_engines_agree_on_odd_histories(
+    pure: ModuleType, core: ModuleType, items: list[Any], history: list[Any] | None
+) -> None:
+    # Junk items, models, wrong-typed fields, placeholder ids, None roles.
+    _assert_same(pure, core, items, history)
+
+
+@PROPERTY
+@given(data=st.data())
+def test_engines_agree_when_the_history_shares_objects(
+    pure: ModuleType, core: ModuleType, data: st.DataObject
+) -> None:
+    history = data.draw(st.lists(history_items(), max_size=12))
+    items = data.draw(st.lists(st.sampled_from(history + [{"role": "user"}]), max_size=12))
+    _assert_same(pure, core, items, history)
+    _assert_same(pure, core, history, history)
+
+
+LOG: list[str] = []
+
+
+class Text(str):
+    """A str subclass: compared by its characters, whatever it says of itself."""
+
+    def __eq__(self, other: object) -> bool:
+        LOG.append(f"Text.__eq__ {other!r}")
+        return False
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return "not my characters"
+
+
+class Verdict:
+    """A comparison result that is not a bool."""
+
+    def __init__(self, name: str, value: bool | Exception) -> None:
+        self.name, self.value = name, value
+
+    def __bool__(self) -> bool:
+        LOG.append(f"bool {self.name}")
+        if isinstance(self.value, Exception):
+            raise self.value
+        return self.value
+
+
+class Loud:
+    """A field value whose comparisons are logged (and may answer anything)."""
+
+    def __init__(self, name: str, answer: Any) -> None:
+        self.name, self.answer = name, answer
+
+    def __eq__(self, other: object) -> Any:
+        LOG.append(f"{self.name} == {other!r}")
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+    __hash__ = object.__hash__
+
+
+class LoggingDict(dict[str, Any]):
+    """A dict subclass read through its own ``get``."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        LOG.append(f"get {key}")
+        return super().get(key, default)
+
+
+class Model:
+    """A model read through ``model_dump(exclude_unset=True)``."""
+
+    def __init__(self, name: str, dump: Any) -> None:
+        self.name, self.dump = name, dump
+
+    def model_dump(self, **kwargs: Any) -> Any:
+        LOG.append(f"model_dump {self.name} {kwargs}")
+        if isinstance(self.dump, Exception):
+            raise self.dump
+        return self.dump
+
+
+def _program_turn(status: Any, caller_type: Any) -> list[Any]:
+    return [
+        {"type": "program", "call_id": "p1"},
+        {"type": "shell_call", "call_id": "s1", "status": status} | _owned("p1"),
+        {
+            "type": "web_search_call",
+            "id": "ws1",
+            "caller": {"type": caller_type, "caller_id": "p1"},
+        },
+        {"type": "program_output", "call_id": "p1"},
+    ]
+
+
+def _owned(program_id: str) -> dict[str, Any]:
+    return {"caller": {"type": "program", "caller_id": program_id}}
+
+
+ODD_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
+    "str subclasses compare by their characters": (
+        [
+            {"type": Text("function_call"), "call_id": Text("c1"), "id": Text("fc")},
+            {"type": "function_call_output", "call_id": "c1", "id": Text("fc")},
+            {"role": Text("user"), "id": Text(FAKE_ID)},
+            {"type": "program", "call_id": "p"},
+            {"type": "mcp_call", "caller": {"type": Text("program"), "caller_id": Text("p")}},
+        ],
+        [{"type": Text("reasoning"), "id": "r"}, {"type": "message", "id": Text("fc")}],
+    ),
+    "dict subclasses are read through get, in the twin's order": (
+        [
+            LoggingDict(type="function_call", call_id="c1", status="x", role=None),
+            LoggingDict(type="shell_call", call_id="c2", caller=LoggingDict(type="program")),
+            LoggingDict(role="user", id="u"),
+            LoggingDict(type="reasoning"),
+        ],
+        [LoggingDict(type="reasoning", id="r"), LoggingDict(type="message", id="u")],
+    ),
+    "models are dumped once per pass": (
+        [
+            Model("call", {"type": "function_call", "call_id": "c1"}),
+            Model("list", [{"type": "function_call_output", "call_id": "c1"}]),
+            Model("none", None),
+            FunctionCallModel(call_id="c1"),
+        ],
+        [Model("history", {"type": "reasoning", "id": "r"})],
+    ),
+    "odd caller types and statuses are compared as the twin compares them": (
+        _program_turn(Loud("status", Verdict("pending", True)), Loud("caller", Verdict("c", True))),
+        None,
+    ),
+    "a status comparison's truth is taken after every item is read": (
+        [
+            *_program_turn(Loud("status", Verdict("late", False)), "program"),
+            {"type": "message", "caller": {"type": Loud("second", True), "caller_id": "p1"}},
+        ],
+        [{"type": "shell_call", "call_id": "s", "status": Loud("history", Verdict("h", True))}],
+    ),
+    "builtin values never equal a str": (
+        _program_turn(5, [1]) + [{"type": "shell_call", "call_id": "s", "status": 2.5}],
+        [{"type": 1, "id": "x"}, {"type": None, "id": "y", "role": 3}],
+    ),
+    "items that are not dicts are ignored": (
+        [None, 3, "function_call", ["x"], ("a",), {"type": "reasoning", "id": "r"}],
+        [None, {"type": "reasoning", "id": "r"}, "x", {"type": "message", "id": "m"}],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ODD_CASES.values(), ids=ODD_CASES.keys())
+def test_odd_values_are_read_alike(
+    pure: ModuleType, core: ModuleType, case: tuple[list[Any], list[Any] | None]
+) -> None:
+    items, history = case
+    for name in ("input_problems", "repair_input"):
+        logs = []
+        outcomes = []
+        for engine in (pure, core):
+            LOG.clear()
+            outcomes.append(_outcome(engine, name, items, history))
+            logs.append(list(LOG))
+        assert outcomes[1] == outcomes[0], name
+        if name == "input_problems" or _outcome(pure, "input_problems", items, history) == (
+            "returned",
+            [],
+        ):
+            # One pass each (the twin re-reads the items for each round of a repair).
+            assert logs[1] == logs[0], name
+
+
+RAISING_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
+    "model_dump raising": ([Model("bad", RuntimeError("dump failed"))], None),
+    "caller type comparison raising": (
+        _program_turn("completed", Loud("caller", ValueError("no compare"))),
+        None,
+    ),
+    "status comparison raising": (
+        [{"type": "shell_call", "call_id": "s", "status": Loud("status", KeyError("s"))}],
+        None,
+    ),
+    "a status truth raising": (
+        _program_turn(Loud("status", Verdict("no truth", ArithmeticError("no"))), "program"),
+        None,
+    ),
+    "items and history raising: each function reads them in the twin's order": (
+        [Model("items", RuntimeError("items first"))],
+        [Model("history", RuntimeError("history first"))],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", RAISING_CASES.values(), ids=RAISING_CASES.keys())
+def test_exceptions_are_the_twins(
+    pure: ModuleType, core: ModuleType, case: tuple[list[Any], list[Any] | None]
+) -> None:
+    items, history = case
+    for name in ("input_problems", "repair_input"):
+        expected = _outcome(pure, name, items, history)
+        assert expected[0] == "raised", name
+        assert _outcome(core, name, items, history) == expected, name
+
+
+def test_arguments_are_read_in_the_twins_order(pure: ModuleType, core: ModuleType) -> None:
+    for engine in (pure, core):
+        with pytest.raises(TypeError, match=r"^items must be a list of items, not int$"):
+            engine.input_problems(5, history=7)
+        with pytest.raises(TypeError, match=r"^items must be a list of items, not dict$"):
+            engine.repair_input({}, history=7)
+        with pytest.raises(TypeError, match=r"^history must be a list of items, not str$"):
+            engine.repair_input([], history="abc")
+        with pytest.raises(TypeError, match=r"^history must be a list of items, not bytes$"):
+            engine.input_problems((), history=b"x")
+        with pytest.raises(TypeError):
+            engine.input_problems([], [])  # history is keyword-only
+
+
+def test_a_chain_of_programs_is_repaired_in_one_pass(engine: ModuleType) -> None:
+    # Program k issued program k + 1's call; the last one's only issued item is an
+    # orphan call. Dropping it uncovers the next program, and so on down the chain.
+    items: list[Any] = [{"role": "user", "content": "q"}, {"type": "program", "call_id": "p0"}]
+    for level in range(1, 40):
+        items.append({"type": "program", "call_id": f"p{level}"} | _owned(f"p{level - 1}"))
+    items.append({"type": "function_call", "call_id": "orphan"} | _owned("p39"))
+    items.append({"role": "user", "content": "next"})
+    assert positions(engine.repair_input(items), items) == [0, len(items) - 1]
 
 
 # --- windows -------------------------------------------------------------------------
