@@ -46,6 +46,7 @@ mod _core {
     use crate::py::encode::Encoder;
     use crate::py::extract::{item_key, key_ids, Reader};
     use crate::py::gil::maybe_detach;
+    use crate::py::input_rules;
     use crate::py::orphans;
     use crate::py::text::{str_bytes, to_py_string};
 
@@ -266,6 +267,46 @@ mod _core {
             output_prunable: output_prunable.as_deref(),
         };
         let kept = orphans::kept(&items, &pruning)?;
+        items.pick(&kept)
+    }
+
+    // --- model-input rules ------------------------------------------------------------
+
+    /// Every way ``items`` breaks the model-input rules, as (position, kind, detail).
+    ///
+    /// Sorted by position, then rule. ``history`` (the stored history the input came
+    /// from) adds rule (e): an item stored right after a reasoning item needs that
+    /// reasoning item directly before it. Linear in the number of items.
+    #[pyfunction]
+    #[pyo3(signature = (items, *, history=None))]
+    fn input_problems<'py>(
+        items: &Bound<'py, PyAny>,
+        history: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let items = Items::of(items, "items")?;
+        let history = history
+            .map(|history| Items::of(history, "history"))
+            .transpose()?;
+        input_rules::problems(&items, history.as_ref())
+    }
+
+    /// ``items`` without the units that break the model-input rules.
+    ///
+    /// A unit is a reasoning run with the item it produced, or a tool call with its
+    /// outputs; it is kept or dropped whole, so no turn is split. User messages are never
+    /// dropped. Without problems the result holds the very same objects in the same order.
+    /// Linear in the number of items.
+    #[pyfunction]
+    #[pyo3(signature = (items, *, history=None))]
+    fn repair_input<'py>(
+        items: &Bound<'py, PyAny>,
+        history: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let items = Items::of(items, "items")?;
+        let history = history
+            .map(|history| Items::of(history, "history"))
+            .transpose()?;
+        let kept = input_rules::kept(&items, history.as_ref())?;
         items.pick(&kept)
     }
 

@@ -18,6 +18,8 @@ __all__ = [
     "classify_callback_output",
     "long_integer_candidates",
     "plain_json_copy",
+    "input_problems",
+    "repair_input",
 ]
 
 MAX_DEPTH: Final[int]
@@ -42,3 +44,7 @@ def classify_callback_output(
     history: Iterable[Any], new_items: Iterable[Any], combined: Iterable[Any]
 ) -> tuple[list[int], list[int]]: ...
 def long_integer_candidates(texts: Iterable[Any]) -> list[int]: ...
+def input_problems(
+    items: Iterable[Any], *, history: Iterable[Any] | None = None
+) -> list[tuple[int, str, str | None]]: ...
+def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]: ...

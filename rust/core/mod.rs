@@ -9,6 +9,7 @@ pub mod canonical;
 pub mod classify;
 pub mod dedupe;
 pub mod digits;
+pub mod input_rules;
 pub mod keys;
 pub mod orphans;
 pub mod strings;

@@ -9,5 +9,6 @@ pub mod deepcopy;
 pub mod encode;
 pub mod extract;
 pub mod gil;
+pub mod input_rules;
 pub mod orphans;
 pub mod text;

@@ -8,6 +8,7 @@ use _core::core::canonical;
 use _core::core::classify::{self, ContentKeys};
 use _core::core::dedupe;
 use _core::core::digits;
+use _core::core::input_rules::{self, Checker, Facts, ItemReader, Required, TypeClass};
 use _core::core::keys::{Field, ItemFields, ItemType, KeyBuilder};
 use _core::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
 use _core::core::strings::Strings;
@@ -413,6 +414,131 @@ fn long_integer_runs() {
         assert_eq!(
             digits::has_long_run(text.as_bytes()),
             long,
+            "{}",
+            name(case)
+        );
+    }
+}
+
+// --- model-input rules ---------------------------------------------------------------
+
+/// The fields of a decoded JSON object, read as the pure twin reads a dict.
+struct JsonItem<'a>(&'a Map<String, Value>);
+
+/// Append `value`'s text when it is a string.
+fn append_text(value: Option<&Value>, out: &mut Vec<u8>) -> bool {
+    match value {
+        Some(Value::String(text)) => {
+            out.extend_from_slice(text.as_bytes());
+            true
+        }
+        _ => false,
+    }
+}
+
+impl ItemReader for JsonItem<'_> {
+    type Error = Infallible;
+
+    fn kind(&mut self) -> Result<Option<TypeClass>, Infallible> {
+        Ok(self
+            .0
+            .get("type")
+            .and_then(Value::as_str)
+            .map(|kind| TypeClass::of(kind.as_bytes())))
+    }
+
+    fn role(&mut self) -> Result<Option<bool>, Infallible> {
+        Ok(match self.0.get("role") {
+            None | Some(Value::Null) => None,
+            Some(role) => Some(matches!(
+                role.as_str(),
+                Some("user" | "system" | "developer")
+            )),
+        })
+    }
+
+    fn id(&mut self, out: &mut Vec<u8>) -> Result<bool, Infallible> {
+        Ok(append_text(self.0.get("id"), out))
+    }
+
+    fn program_caller(&mut self, out: &mut Vec<u8>) -> Result<bool, Infallible> {
+        Ok(match self.0.get("caller") {
+            Some(Value::Object(caller))
+                if caller.get("type").and_then(Value::as_str) == Some("program") =>
+            {
+                append_text(caller.get("caller_id"), out)
+            }
+            _ => false,
+        })
+    }
+
+    fn call_id(&mut self, out: &mut Vec<u8>) -> Result<bool, Infallible> {
+        Ok(append_text(self.0.get("call_id"), out))
+    }
+
+    fn pending(&mut self, shell: bool) -> Result<bool, Infallible> {
+        Ok(shell
+            && match self.0.get("status") {
+                None | Some(Value::Null) => true,
+                Some(status) => status.as_str() == Some("in_progress"),
+            })
+    }
+}
+
+fn input_facts(items: &[Value], strings: &mut Strings) -> Vec<Facts> {
+    let mut key = Vec::new();
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Object(entries) => {
+                let Ok(facts) = input_rules::read(&mut JsonItem(entries), strings, &mut key);
+                facts
+            }
+            _ => Facts::default(),
+        })
+        .collect()
+}
+
+/// A problem as the vectors write it: `[position, kind, detail]`.
+fn problem_value(problem: &input_rules::Problem, strings: &Strings) -> Value {
+    let detail = problem.detail.map_or(Value::Null, |id| {
+        let text = input_rules::key_text(strings.get(id));
+        Value::String(String::from_utf8(text.to_vec()).expect("UTF-8 text"))
+    });
+    Value::Array(vec![
+        Value::from(problem.position),
+        Value::from(problem.kind.name()),
+        detail,
+    ])
+}
+
+#[test]
+fn model_input_rules() {
+    let cases = load("input_rules.json");
+    assert!(!cases.is_empty());
+    for case in &cases {
+        let items = case["items"].as_array().expect("items");
+        let mut strings = Strings::default();
+        let mut facts = input_facts(items, &mut strings);
+        let mut stored = case["history"]
+            .as_array()
+            .map(|history| input_facts(history, &mut strings));
+        let id_count = strings.len();
+        let ids = strings.number().to_vec();
+        input_rules::number(&mut facts, &ids);
+        let required = stored.as_mut().map_or_else(Required::default, |stored| {
+            input_rules::number(stored, &ids);
+            Required::of(stored, id_count)
+        });
+        let found: Vec<Value> = Checker::new(&facts, &required, id_count)
+            .problems()
+            .iter()
+            .map(|problem| problem_value(problem, &strings))
+            .collect();
+        assert_eq!(Value::Array(found), case["problems"], "{}", name(case));
+        assert_eq!(
+            input_rules::repair(&facts, &required, id_count),
+            indexes(&case["kept"]),
             "{}",
             name(case)
         );

@@ -59,3 +59,14 @@ def test_stub_matches_the_extension(core: ModuleType, tmp_path: Path) -> None:
         timeout=600,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_same_docstrings(pure: ModuleType, core: ModuleType) -> None:
+    """Every engine function documents itself with the twin's words (the Rust ``///``
+    text is the docstring; the signature lives in ``__text_signature__``)."""
+    functions = [name for name in pure.__all__ if callable(getattr(pure, name))]
+    assert functions
+    for name in functions:
+        ours = inspect.getdoc(getattr(pure, name))
+        assert ours, name
+        assert inspect.getdoc(getattr(core, name)) == ours, name

@@ -1,7 +1,7 @@
 """The engine benchmark suite: what is timed, on which histories, and against what.
 
 Each operation runs on the Rust engine, on the pure twin and (when ``openai-agents``
-is installed) on the SDK's equivalent helper. Before an implementation is timed its
+is installed) on the SDK's equivalent helper, if it has one. Before an implementation is timed its
 result is checked against the pure twin, the executable specification: list results
 must hold the very same objects, keys and positions must be equal, deep copies must
 be equal and independent. The SDK's dedupe and orphan-pruning results must also equal
@@ -217,6 +217,26 @@ OPERATIONS: dict[str, Operation] = {
             _SDK_LOOP_TARGET,
             ("history", "pending_programs", "reasoning_run"),
             ("pending_programs", "reasoning_run"),
+        ),
+        Operation(
+            "input_problems",
+            "model-input rule check, the items being their own stored history (no SDK helper)",
+            lambda engine, w: engine.input_problems(w.items, history=w.items),
+            None,
+            "values",
+            False,
+            None,
+            ("history", "pending_programs", "reasoning_run"),
+        ),
+        Operation(
+            "repair_input",
+            "model-input repair, the items being their own stored history (no SDK helper)",
+            lambda engine, w: engine.repair_input(w.items, history=w.items),
+            None,
+            "objects",
+            False,
+            None,
+            ("history", "pending_programs", "reasoning_run"),
         ),
         Operation(
             "content_keys",

@@ -1,0 +1,503 @@
+"""The model-input rules: ``input_problems`` and ``repair_input`` on both engines.
+
+Histories of reasoning models (reasoning runs before calls and messages, parallel
+calls, programs, calls paused for approval) are cut by random windows and edited the
+way session callbacks do (slice, drop, reorder, repeat). Then: the repair leaves no
+problem, a valid list comes back as the same objects, nothing outside a broken unit
+is dropped, and the engines agree, exceptions included.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from histcore import items as public
+from histcore.engine import pure_input
+from histcore.engine.model_input import window_start
+from tests.support.strategies import (
+    FAKE_ID,
+    FunctionCallModel,
+    histories,
+    history_items,
+    positions,
+    sdk_histories,
+)
+
+PROPERTY = settings(max_examples=200, deadline=None)
+
+
+# --- generated histories -------------------------------------------------------------
+
+
+class _Maker:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def next_id(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}_{self.count}"
+
+
+@st.composite
+def reasoning_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Whole turns of a reasoning model; the last may end with calls paused for approval."""
+    maker = _Maker()
+    items: list[dict[str, Any]] = []
+    turns = draw(st.integers(1, 5))
+    for turn in range(turns):
+        items.append({"role": "user", "content": f"q{turn}"})
+        for _ in range(draw(st.integers(0, 2))):
+            items.extend(
+                {"type": "reasoning", "id": maker.next_id("rs"), "summary": []}
+                for _ in range(draw(st.integers(0, 2)))
+            )
+            calls = [maker.next_id("call") for _ in range(draw(st.integers(1, 3)))]
+            for call_id in calls:
+                items.append(
+                    {"type": "function_call", "id": "fc" + call_id[4:], "call_id": call_id}
+                    | {"name": "f", "arguments": "{}"}
+                )
+            if turn == turns - 1 and draw(st.booleans()):
+                return items  # paused for approval
+            items.extend(
+                {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+                for call_id in draw(st.permutations(calls))
+            )
+        if draw(st.booleans()):
+            program_id = maker.next_id("prog")
+            items.append({"type": "program", "call_id": program_id, "code": "x"})
+            items.append(
+                {"type": "web_search_call", "id": maker.next_id("ws")}
+                | {"caller": {"type": "program", "caller_id": program_id}}
+            )
+            items.append({"type": "program_output", "call_id": program_id, "output": "done"})
+        if draw(st.booleans()):
+            items.append({"type": "reasoning", "id": maker.next_id("rs"), "summary": []})
+        items.append({"type": "message", "role": "assistant", "id": maker.next_id("msg")})
+    return items
+
+
+@st.composite
+def edited(draw: st.DrawFn) -> tuple[list[Any], list[Any]]:
+    """(stored history, model input cut from it by a window and callback edits)."""
+    history = draw(reasoning_histories())
+    items = history[-draw(st.integers(1, len(history))) :]
+    for edit in draw(st.lists(st.sampled_from(["slice", "drop", "swap", "repeat"]), max_size=3)):
+        if not items:
+            break
+        at = draw(st.integers(0, len(items) - 1))
+        if edit == "slice":
+            items = items[at:]
+        elif edit == "drop":
+            items = items[:at] + items[at + 1 :]
+        elif edit == "swap":
+            other = draw(st.integers(0, len(items) - 1))
+            items = list(items)
+            items[at], items[other] = items[other], items[at]
+        else:
+            # An equal copy, as a callback rebuilding items makes: a repeated id.
+            items = [*items[: at + 1], dict(items[at]), *items[at + 1 :]]
+    return history, items
+
+
+@PROPERTY
+@given(case=edited(), with_history=st.booleans())
+def test_repair_leaves_no_problem(
+    engine: ModuleType, case: tuple[list[Any], list[Any]], with_history: bool
+) -> None:
+    history, items = case
+    stored = history if with_history else None
+    repaired = engine.repair_input(items, history=stored)
+    assert engine.input_problems(repaired, history=stored) == []
+    # The result keeps order and identity: a subsequence of the input's objects.
+    kept = iter(items)
+    assert all(any(item is candidate for candidate in kept) for item in repaired)
+
+
+@PROPERTY
+@given(history=reasoning_histories())
+def test_a_whole_history_without_pauses_is_valid_and_comes_back_unchanged(
+    engine: ModuleType, history: list[Any]
+) -> None:
+    awaiting = [p for p in engine.input_problems(history) if p[1] == "call_awaiting_output"]
+    problems = engine.input_problems(history, history=history)
+    assert [p for p in problems if p[1] != "call_awaiting_output"] == []
+    if not awaiting:
+        repaired = engine.repair_input(history, history=history)
+        assert len(repaired) == len(history)
+        assert all(a is b for a, b in zip(repaired, history, strict=True))
+
+
+@PROPERTY
+@given(case=edited(), with_history=st.booleans())
+def test_exactly_the_broken_units_are_dropped(
+    engine: ModuleType, case: tuple[list[Any], list[Any]], with_history: bool
+) -> None:
+    history, items = case
+    stored = history if with_history else None
+    problems = pure_input.input_problems(items, history=stored)
+    roots, _ = pure_input.unit_roots(items)
+    broken = {roots[position] for position, _, _ in problems}
+
+    def droppable(position: int) -> bool:
+        item = items[position]
+        return roots[position] in broken and not (
+            isinstance(item, dict) and item.get("role") == "user"
+        )
+
+    expected = [position for position in range(len(items)) if not droppable(position)]
+    first_round = [items[position] for position in expected]
+    repaired = engine.repair_input(items, history=stored)
+    if not pure_input.input_problems(first_round, history=stored):
+        # One round suffices (the common case): exactly the broken units went.
+        assert positions(repaired, items) == expected
+    else:
+        # A drop uncovered a new problem: later rounds only remove more.
+        assert set(positions(repaired, items)) <= set(expected)
+    users = [p for p, item in enumerate(items) if item.get("role") == "user"]
+    assert set(users) <= set(positions(repaired, items))
+
+
+@PROPERTY
+@given(case=edited(), with_history=st.booleans())
+def test_engines_agree(
+    engine: ModuleType, pure: ModuleType, case: tuple[list[Any], list[Any]], with_history: bool
+) -> None:
+    history, items = case
+    stored = history if with_history else None
+    assert engine.input_problems(items, history=stored) == pure.input_problems(
+        items, history=stored
+    )
+    assert positions(engine.repair_input(items, history=stored), items) == positions(
+        pure.repair_input(items, history=stored), items
+    )
+
+
+# --- arguments, models, odd values ---------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [None, 42, "items", b"x", {"type": "reasoning"}])
+def test_items_must_be_a_list(engine: ModuleType, bad: Any) -> None:
+    with pytest.raises(TypeError, match="items must be a list"):
+        engine.input_problems(bad)
+    with pytest.raises(TypeError, match="items must be a list"):
+        engine.repair_input(bad)
+    if bad is not None:  # history=None means no history
+        with pytest.raises(TypeError, match="history must be a list"):
+            engine.input_problems([], history=bad)
+
+
+def test_models_are_read_through_model_dump(engine: ModuleType) -> None:
+    dangling = FunctionCallModel(type="function_call", call_id="c1")
+    items: list[Any] = [{"role": "user", "content": "q"}, dangling]
+    assert engine.input_problems(items) == [(1, "call_awaiting_output", "c1")]
+    assert positions(engine.repair_input(items), items) == [0]
+
+
+def test_tuples_and_iterators_are_accepted(engine: ModuleType) -> None:
+    items = ({"role": "user", "content": "q"}, {"type": "reasoning", "id": "rs_1"})
+    assert engine.input_problems(items) == engine.input_problems(iter(items))
+    assert positions(engine.repair_input(iter(items)), list(items)) == [0]
+
+
+def test_public_problems_name_position_rule_and_message() -> None:
+    items = [{"role": "user", "content": "q"}, {"type": "function_call_output", "call_id": "c7"}]
+    (problem,) = public.input_problems(items)
+    assert problem.position == 1
+    assert problem.rule == "a"
+    assert problem.kind == "output_without_call"
+    assert problem.detail == "c7"
+    assert problem.message == (
+        "input[1]: tool output for call_id 'c7' has no call of its type before it"
+    )
+    assert public.repair_input(items) == [items[0]]
+
+
+# --- the engines agree on anything -------------------------------------------------
+
+Outcome = tuple[str, Any]
+
+
+def _outcome(engine: ModuleType, name: str, items: Any, history: Any) -> Outcome:
+    """What a call gave: problems, kept objects (by identity), or the exception raised."""
+    try:
+        result = getattr(engine, name)(items, history=history)
+    except Exception as exc:  # the exception itself is what gets compared
+        return ("raised", (type(exc), str(exc)))
+    if name == "repair_input":
+        return ("returned", [id(item) for item in result])
+    return ("returned", result)
+
+
+def _assert_same(pure: ModuleType, core: ModuleType, items: Any, history: Any = None) -> None:
+    for name in ("input_problems", "repair_input"):
+        expected = _outcome(pure, name, items, history)
+        assert _outcome(core, name, items, history) == expected, name
+
+
+@PROPERTY
+@given(
+    items=st.one_of(histories(), sdk_histories(max_size=24)),
+    history=st.one_of(st.none(), histories(), sdk_histories()),
+)
+def test_engines_agree_on_odd_histories(
+    pure: ModuleType, core: ModuleType, items: list[Any], history: list[Any] | None
+) -> None:
+    # Junk items, models, wrong-typed fields, placeholder ids, None roles.
+    _assert_same(pure, core, items, history)
+
+
+@PROPERTY
+@given(data=st.data())
+def test_engines_agree_when_the_history_shares_objects(
+    pure: ModuleType, core: ModuleType, data: st.DataObject
+) -> None:
+    history = data.draw(st.lists(history_items(), max_size=12))
+    items = data.draw(st.lists(st.sampled_from(history + [{"role": "user"}]), max_size=12))
+    _assert_same(pure, core, items, history)
+    _assert_same(pure, core, history, history)
+
+
+LOG: list[str] = []
+
+
+class Text(str):
+    """A str subclass: compared by its characters, whatever it says of itself."""
+
+    def __eq__(self, other: object) -> bool:
+        LOG.append(f"Text.__eq__ {other!r}")
+        return False
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return "not my characters"
+
+
+class Verdict:
+    """A comparison result that is not a bool."""
+
+    def __init__(self, name: str, value: bool | Exception) -> None:
+        self.name, self.value = name, value
+
+    def __bool__(self) -> bool:
+        LOG.append(f"bool {self.name}")
+        if isinstance(self.value, Exception):
+            raise self.value
+        return self.value
+
+
+class Loud:
+    """A field value whose comparisons are logged (and may answer anything)."""
+
+    def __init__(self, name: str, answer: Any) -> None:
+        self.name, self.answer = name, answer
+
+    def __eq__(self, other: object) -> Any:
+        LOG.append(f"{self.name} == {other!r}")
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+    __hash__ = object.__hash__
+
+
+class LoggingDict(dict[str, Any]):
+    """A dict subclass read through its own ``get``."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        LOG.append(f"get {key}")
+        return super().get(key, default)
+
+
+class Model:
+    """A model read through ``model_dump(exclude_unset=True)``."""
+
+    def __init__(self, name: str, dump: Any) -> None:
+        self.name, self.dump = name, dump
+
+    def model_dump(self, **kwargs: Any) -> Any:
+        LOG.append(f"model_dump {self.name} {kwargs}")
+        if isinstance(self.dump, Exception):
+            raise self.dump
+        return self.dump
+
+
+def _program_turn(status: Any, caller_type: Any) -> list[Any]:
+    return [
+        {"type": "program", "call_id": "p1"},
+        {"type": "shell_call", "call_id": "s1", "status": status} | _owned("p1"),
+        {
+            "type": "web_search_call",
+            "id": "ws1",
+            "caller": {"type": caller_type, "caller_id": "p1"},
+        },
+        {"type": "program_output", "call_id": "p1"},
+    ]
+
+
+def _owned(program_id: str) -> dict[str, Any]:
+    return {"caller": {"type": "program", "caller_id": program_id}}
+
+
+ODD_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
+    "str subclasses compare by their characters": (
+        [
+            {"type": Text("function_call"), "call_id": Text("c1"), "id": Text("fc")},
+            {"type": "function_call_output", "call_id": "c1", "id": Text("fc")},
+            {"role": Text("user"), "id": Text(FAKE_ID)},
+            {"type": "program", "call_id": "p"},
+            {"type": "mcp_call", "caller": {"type": Text("program"), "caller_id": Text("p")}},
+        ],
+        [{"type": Text("reasoning"), "id": "r"}, {"type": "message", "id": Text("fc")}],
+    ),
+    "dict subclasses are read through get, in the twin's order": (
+        [
+            LoggingDict(type="function_call", call_id="c1", status="x", role=None),
+            LoggingDict(type="shell_call", call_id="c2", caller=LoggingDict(type="program")),
+            LoggingDict(role="user", id="u"),
+            LoggingDict(type="reasoning"),
+        ],
+        [LoggingDict(type="reasoning", id="r"), LoggingDict(type="message", id="u")],
+    ),
+    "models are dumped once per pass": (
+        [
+            Model("call", {"type": "function_call", "call_id": "c1"}),
+            Model("list", [{"type": "function_call_output", "call_id": "c1"}]),
+            Model("none", None),
+            FunctionCallModel(call_id="c1"),
+        ],
+        [Model("history", {"type": "reasoning", "id": "r"})],
+    ),
+    "odd caller types and statuses are compared as the twin compares them": (
+        _program_turn(Loud("status", Verdict("pending", True)), Loud("caller", Verdict("c", True))),
+        None,
+    ),
+    "a status comparison's truth is taken after every item is read": (
+        [
+            *_program_turn(Loud("status", Verdict("late", False)), "program"),
+            {"type": "message", "caller": {"type": Loud("second", True), "caller_id": "p1"}},
+        ],
+        [{"type": "shell_call", "call_id": "s", "status": Loud("history", Verdict("h", True))}],
+    ),
+    "builtin values never equal a str": (
+        _program_turn(5, [1]) + [{"type": "shell_call", "call_id": "s", "status": 2.5}],
+        [{"type": 1, "id": "x"}, {"type": None, "id": "y", "role": 3}],
+    ),
+    "items that are not dicts are ignored": (
+        [None, 3, "function_call", ["x"], ("a",), {"type": "reasoning", "id": "r"}],
+        [None, {"type": "reasoning", "id": "r"}, "x", {"type": "message", "id": "m"}],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ODD_CASES.values(), ids=ODD_CASES.keys())
+def test_odd_values_are_read_alike(
+    pure: ModuleType, core: ModuleType, case: tuple[list[Any], list[Any] | None]
+) -> None:
+    items, history = case
+    for name in ("input_problems", "repair_input"):
+        logs = []
+        outcomes = []
+        for engine in (pure, core):
+            LOG.clear()
+            outcomes.append(_outcome(engine, name, items, history))
+            logs.append(list(LOG))
+        assert outcomes[1] == outcomes[0], name
+        if name == "input_problems" or _outcome(pure, "input_problems", items, history) == (
+            "returned",
+            [],
+        ):
+            # One pass each (the twin re-reads the items for each round of a repair).
+            assert logs[1] == logs[0], name
+
+
+RAISING_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
+    "model_dump raising": ([Model("bad", RuntimeError("dump failed"))], None),
+    "caller type comparison raising": (
+        _program_turn("completed", Loud("caller", ValueError("no compare"))),
+        None,
+    ),
+    "status comparison raising": (
+        [{"type": "shell_call", "call_id": "s", "status": Loud("status", KeyError("s"))}],
+        None,
+    ),
+    "a status truth raising": (
+        _program_turn(Loud("status", Verdict("no truth", ArithmeticError("no"))), "program"),
+        None,
+    ),
+    "items and history raising: each function reads them in the twin's order": (
+        [Model("items", RuntimeError("items first"))],
+        [Model("history", RuntimeError("history first"))],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", RAISING_CASES.values(), ids=RAISING_CASES.keys())
+def test_exceptions_are_the_twins(
+    pure: ModuleType, core: ModuleType, case: tuple[list[Any], list[Any] | None]
+) -> None:
+    items, history = case
+    for name in ("input_problems", "repair_input"):
+        expected = _outcome(pure, name, items, history)
+        assert expected[0] == "raised", name
+        assert _outcome(core, name, items, history) == expected, name
+
+
+def test_arguments_are_read_in_the_twins_order(pure: ModuleType, core: ModuleType) -> None:
+    for engine in (pure, core):
+        with pytest.raises(TypeError, match=r"^items must be a list of items, not int$"):
+            engine.input_problems(5, history=7)
+        with pytest.raises(TypeError, match=r"^items must be a list of items, not dict$"):
+            engine.repair_input({}, history=7)
+        with pytest.raises(TypeError, match=r"^history must be a list of items, not str$"):
+            engine.repair_input([], history="abc")
+        with pytest.raises(TypeError, match=r"^history must be a list of items, not bytes$"):
+            engine.input_problems((), history=b"x")
+        with pytest.raises(TypeError):
+            engine.input_problems([], [])  # history is keyword-only
+
+
+def test_a_chain_of_programs_is_repaired_in_one_pass(engine: ModuleType) -> None:
+    # Program k issued program k + 1's call; the last one's only issued item is an
+    # orphan call. Dropping it uncovers the next program, and so on down the chain.
+    items: list[Any] = [{"role": "user", "content": "q"}, {"type": "program", "call_id": "p0"}]
+    for level in range(1, 40):
+        items.append({"type": "program", "call_id": f"p{level}"} | _owned(f"p{level - 1}"))
+    items.append({"type": "function_call", "call_id": "orphan"} | _owned("p39"))
+    items.append({"role": "user", "content": "next"})
+    assert positions(engine.repair_input(items), items) == [0, len(items) - 1]
+
+
+# --- windows -------------------------------------------------------------------------
+
+
+def test_window_extends_back_to_the_start_of_a_unit() -> None:
+    history: list[Any] = [
+        {"role": "user", "content": "q"},
+        {"type": "reasoning", "id": "rs_1"},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1"},
+        {"type": "message", "role": "assistant", "id": "msg_1"},
+    ]
+    assert window_start(history, 1) == (4, False)
+    assert window_start(history, 2) == (1, False)  # the output's call and its reasoning
+    assert window_start(history, 3) == (1, False)
+    assert window_start(history, 5) == (0, True)
+    # The call is not in the tail: read further back.
+    assert window_start(history[3:], 2) == (0, True)
+
+
+@PROPERTY
+@given(history=reasoning_histories(), limit=st.integers(1, 40))
+def test_windows_hold_whole_units_and_at_least_limit_items(history: list[Any], limit: int) -> None:
+    start, _ = window_start(history, limit)
+    window = history[start:]
+    assert len(window) >= min(limit, len(history))
+    problems = pure_input.input_problems(window, history=history)
+    assert [p for p in problems if p[1] != "call_awaiting_output"] == []
