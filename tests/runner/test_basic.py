@@ -95,7 +95,8 @@ async def test_response_without_message_or_calls_runs_another_turn(mode: str) ->
     model = ScriptedModel([[reasoning], [text_message("done")]])
     result = await drive(mode, make_agent(model), "think")
     assert result.final_output == "done"
-    assert model.calls[1].input == [user_message("think"), reasoning]
+    # Reasoning without the item it produced never reaches the model (the API rejects it).
+    assert model.calls[1].input == [user_message("think")]
 
 
 async def test_async_tools_of_one_turn_run_concurrently(mode: str) -> None:
@@ -167,17 +168,24 @@ async def test_call_model_input_filter_runs_before_the_dedupe(mode: str) -> None
 
     async def keep_last_two(data: CallModelData) -> ModelInputData:
         seen.append(data)
+        data.model_data.input.append(function_call("add", {"a": 0, "b": 0}, "c9"))
         data.model_data.input.append(function_call_output("c9", "dup-a"))
         data.model_data.input.append(function_call_output("c9", "dup-b"))
-        return ModelInputData(data.model_data.input[-3:], instructions="filtered")
+        data.model_data.input.append(function_call_output("c8", "no call"))
+        return ModelInputData(data.model_data.input[-5:], instructions="filtered")
 
     model = ScriptedModel([[function_call("add", {"a": 1, "b": 2}, "c1")], [text_message("3")]])
     agent = make_agent(model, add)
     config = RunConfig(call_model_input_filter=keep_last_two)
     result = await drive(mode, agent, "sum", run_config=config)
     assert seen[0].agent is agent and seen[0].model_data.instructions == "Be brief."
-    # Two outputs with one call id collapse to the latest after the filter.
-    assert model.calls[0].input == [user_message("sum"), function_call_output("c9", "dup-b")]
+    # Two outputs with one call id collapse to the latest after the filter, and an
+    # output without its call is dropped (the API would reject it).
+    assert model.calls[0].input == [
+        user_message("sum"),
+        function_call("add", {"a": 0, "b": 0}, "c9"),
+        function_call_output("c9", "dup-b"),
+    ]
     assert model.calls[0].instructions == "filtered"
     # What the filter appended to its list never reaches the run's items.
     assert function_call_output("c9", "dup-a") not in result.to_input_list()

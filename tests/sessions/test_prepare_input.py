@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from histcore.cli.bench.generate import generate_history
 from histcore.exceptions import UserError
+from histcore.items import repair_input
 from histcore.sessions import (
     MemorySession,
     SessionABC,
@@ -305,18 +306,48 @@ async def test_the_session_own_limit_applies_unless_overridden(tmp_path: Path) -
         assert model_input == [user("a"), user("b"), user("n")]
 
 
-async def test_limit_cutting_a_call_off_its_output_drops_the_output(
+async def test_a_limit_window_extends_back_to_the_call_of_an_output_it_would_cut(
     make_session: Factory,
 ) -> None:
     session = await seeded(make_session, [user("q"), call("c1"), output("c1"), assistant("a")])
+    whole_unit = [call("c1"), output("c1"), assistant("a"), user("n")]
     model_input, _ = await prepare_input_with_session("n", session, None, SessionSettings(limit=2))
-    assert model_input == [assistant("a"), user("n")]
+    assert model_input == whole_unit
     model_input, _ = await prepare_input_with_session(
         "n", session, lambda history, new: history + new, SessionSettings(limit=2)
     )
+    assert model_input == whole_unit
+    model_input, _ = await prepare_input_with_session("n", session, None, SessionSettings(limit=1))
     assert model_input == [assistant("a"), user("n")]
-    model_input, _ = await prepare_input_with_session("n", session, None, SessionSettings(limit=3))
-    assert model_input == [call("c1"), output("c1"), assistant("a"), user("n")]
+
+
+async def test_a_limit_window_keeps_a_reasoning_run_with_its_call(make_session: Factory) -> None:
+    thoughts = [{"type": "reasoning", "id": f"rs_{n}", "summary": []} for n in range(3)]
+    fc = call("c1") | {"id": "fc_1"}
+    stored = [user("q"), *thoughts, fc, output("c1"), assistant("a")]
+    session = await seeded(make_session, stored)
+    for limit in range(2, 6):
+        model_input, _ = await prepare_input_with_session(
+            "n", session, None, SessionSettings(limit=limit)
+        )
+        assert model_input == [*thoughts, fc, output("c1"), assistant("a"), user("n")], limit
+
+
+async def test_an_output_whose_call_was_never_stored_is_dropped_from_a_window(
+    make_session: Factory,
+) -> None:
+    session = await seeded(make_session, [user("q"), output("lost"), assistant("a")])
+    model_input, _ = await prepare_input_with_session("n", session, None, SessionSettings(limit=2))
+    assert model_input == [assistant("a"), user("n")]
+
+
+async def test_a_callback_slice_that_cuts_a_unit_is_repaired(make_session: Factory) -> None:
+    session = await seeded(make_session, [user("q"), call("c1"), output("c1"), assistant("a")])
+    model_input, to_persist = await prepare_input_with_session(
+        "n", session, lambda history, new: history[-2:] + new
+    )
+    assert model_input == [assistant("a"), user("n")]
+    assert to_persist == [user("n")]
 
 
 # --- the model-input passes -------------------------------------------------------------------
@@ -325,9 +356,9 @@ async def test_limit_cutting_a_call_off_its_output_drops_the_output(
 async def test_orphan_calls_are_pruned_from_history_only(make_session: Factory) -> None:
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
     session = await seeded(make_session, [user("q"), reasoning, call("dangling"), user("q2")])
-    new_call = call("new")  # a call in the new input is the caller's business: kept
+    new_call = call("new")  # persisted as given, but a call without output never
     model_input, to_persist = await prepare_input_with_session([new_call], session)
-    assert model_input == [user("q"), user("q2"), new_call]
+    assert model_input == [user("q"), user("q2")]  # reaches the model: the API rejects it
     assert to_persist == [new_call]
 
 
@@ -426,7 +457,9 @@ async def test_sdk_sqlite_session_works_as_a_session(tmp_path: Path) -> None:
 async def test_same_results_as_the_sdk_on_a_generated_history(
     tmp_path: Path, callback: Any
 ) -> None:
-    """Where the SDK's rules agree with DESIGN.md, the results are the SDK's.
+    """Where the SDK's rules agree with docs/design.md, the results are the SDK's, with
+    the units that break the model-input rules dropped (``repair_input``): the SDK
+    sends those to the model as they are.
 
     (They differ on purpose for a callback repeating a new item: the SDK persists
     every repeat, see test_repeated_new_item_is_persisted_once_at_its_first_position.)
@@ -438,9 +471,12 @@ async def test_same_results_as_the_sdk_on_a_generated_history(
     theirs = memory.SQLiteSession("s", tmp_path / "sdk.db")
     try:
         await theirs.add_items(history)
-        expected = await persistence.prepare_input_with_session(new, theirs, callback)
+        sdk_input, sdk_persisted = await persistence.prepare_input_with_session(
+            new, theirs, callback
+        )
     finally:
         theirs.close()
+    expected = (repair_input(sdk_input, history=history), sdk_persisted)
     with SQLiteSession("s", tmp_path / "ours.db") as ours:
         await ours.add_items(history)
         assert await prepare_input_with_session(new, ours, callback) == expected

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from histcore.exceptions import UserError
+from histcore.items import input_problems
 from histcore.sessions import MemorySession, SQLiteSession, save_turn_to_session
 from tests.support.pg import ListSession
 
@@ -80,12 +81,36 @@ async def test_outputs_are_stored_after_their_calls() -> None:
         call("s1", kind="shell_call"),
         shell_out,
     ]
-    # An output whose call is not in the batch (it was stored in an earlier turn)
-    # stays where it is.
+    # An output whose call is not in the batch but stored (an approval resume) stays
+    # where it is; one whose call was never stored is not written.
+    assert await save_turn_to_session(session, [user("q")], [call("old")]) == [
+        user("q"),
+        call("old"),
+    ]
     assert await save_turn_to_session(session, [], [output("old"), assistant("x")]) == [
         output("old"),
         assistant("x"),
     ]
+    assert await save_turn_to_session(session, [], [output("never"), assistant("y")]) == [
+        assistant("y")
+    ]
+
+
+async def test_a_turn_never_stores_what_would_break_the_rules() -> None:
+    session = MemorySession()
+    thought = {"type": "reasoning", "id": "rs_1", "summary": []}
+    paused = [thought, call("c1") | {"id": "fc_1"}]
+    # A turn paused for approval keeps its reasoning and its call: the resume completes it.
+    assert await save_turn_to_session(session, [user("q")], paused) == [user("q"), *paused]
+    # Reasoning without the item it produced is not stored; nor is a repeated id.
+    dangling = {"type": "reasoning", "id": "rs_2", "summary": []}
+    message = {"type": "message", "role": "assistant", "id": "msg_1", "content": []}
+    again = message | {"type": "output_text"}  # another type, so the dedupe keeps both
+    written = await save_turn_to_session(
+        session, [], [output("c1"), message, dangling, user("q2"), again]
+    )
+    assert written == [output("c1"), message, user("q2")]
+    assert input_problems(await session.get_items()) == []
 
 
 async def test_items_are_normalised_and_the_session_gets_copies() -> None:

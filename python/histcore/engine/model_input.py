@@ -14,7 +14,14 @@ from typing import Any, NamedTuple
 from histcore.engine.backend import engine
 from histcore.engine.pure_input import PROBLEM_KINDS, unit_roots
 
-__all__ = ["PROBLEM_KINDS", "InputProblem", "input_problems", "repair_input", "window_start"]
+__all__ = [
+    "PROBLEM_KINDS",
+    "InputProblem",
+    "drop_units",
+    "input_problems",
+    "repair_input",
+    "window_start",
+]
 
 _MESSAGES = {
     "output_without_call": "tool output for call_id {detail!r} has no call of its type before it",
@@ -90,3 +97,23 @@ def window_start(tail: list[Any], limit: int) -> tuple[int, bool]:
         position -= 1
     reaches_back = start == 0 or any(p >= start for p in orphan_outputs)
     return start, reaches_back
+
+
+def drop_units(items: list[Any], positions: Iterable[int]) -> list[Any]:
+    """``items`` without the units holding ``positions`` (user messages always stay).
+
+    For the short lists of one turn: the work is per item in Python.
+    """
+    roots, _ = unit_roots(items)
+    broken = {roots[position] for position in positions}
+    if not broken:
+        return items
+    return [
+        item
+        for position, item in enumerate(items)
+        if roots[position] not in broken or _is_user_message(item)
+    ]
+
+
+def _is_user_message(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("role") in ("user", "system", "developer")

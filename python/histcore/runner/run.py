@@ -3,7 +3,8 @@ contracts of DESIGN.md hold end to end:
 
 1. prepare the input (first turn of a fresh run: session history + new input through
    ``session_input_callback``);
-2. apply ``RunConfig.call_model_input_filter``, then the latest-value dedupe;
+2. apply ``RunConfig.call_model_input_filter``, then the latest-value dedupe, then
+   ``repair_input`` (the model never gets an input the Responses API rejects);
 3. call the model and record its output items;
 4. run the function tools it called, concurrently; a call that needs approval pauses
    the run instead (``result.interruptions``);
@@ -29,7 +30,11 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from histcore.engine.collector import collector_paused
-from histcore.engine.items import deduplicate_input_items_preferring_latest, deep_copy_items
+from histcore.engine.items import (
+    deduplicate_input_items_preferring_latest,
+    deep_copy_items,
+    repair_input,
+)
 from histcore.engine.pairing import pair_key, tool_role
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 from histcore.exceptions import MaxTurnsExceeded, ModelBehaviorError, UserError
@@ -329,7 +334,12 @@ class _RunLoop:
                     f"input, not {type(filtered).__name__}"
                 )
             model_input, instructions = filtered.input, filtered.instructions
-        model_input = deduplicate_input_items_preferring_latest(model_input)
+        # The run's own conversation is the history the rules read (rule e): whatever
+        # the filter kept, the model gets an input the API accepts.
+        model_input = repair_input(
+            deduplicate_input_items_preferring_latest(model_input),
+            history=self.record.conversation,
+        )
         if not self.streaming:
             response = await self.model.get_response(
                 model_input, instructions=instructions, tools=self.model_tools

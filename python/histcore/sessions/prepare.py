@@ -19,7 +19,8 @@ from histcore.engine.items import (
     deep_copy_items,
     drop_orphan_function_calls,
 )
-from histcore.engine.pairing import outputs_after_calls
+from histcore.engine.model_input import drop_units, input_problems, repair_input, window_start
+from histcore.engine.pairing import outputs_after_calls, pair_key, tool_role
 from histcore.engine.vocabulary import METADATA_KEYS
 from histcore.exceptions import UserError
 from histcore.sessions.base import InputItem, Session, SessionInputCallback, resolve_limit
@@ -94,11 +95,34 @@ def _callback_name(callback: Any) -> str:
     return f"session_input_callback {name}" if name else f"session_input_callback {callback!r}"
 
 
+#: A window reads at most this many times its limit (plus the item before it) while
+#: looking for the start of a unit it would cut: an output whose call was never stored
+#: would otherwise make every turn read the whole history.
+WINDOW_READ_FACTOR = 16
+
+
+async def _window(session: Session, limit: int) -> list[Any]:
+    """At least the last ``limit`` items, extended back to the start of any unit the
+    window would cut (docs/design.md, "Windows"), reading further back by doubling."""
+    fetch = limit + 1  # one more, to see what stands before the window
+    while True:
+        tail = await session.get_items(fetch)
+        if not isinstance(tail, list):
+            tail = list(tail)
+        start, reaches_back = window_start(tail, limit)
+        if not reaches_back or len(tail) < fetch or fetch > WINDOW_READ_FACTOR * limit:
+            return tail[start:]
+        fetch *= 2
+
+
 async def _history(session: Session, limit: int | None) -> list[Any]:
     """The session history as fresh objects this call owns, without SDK metadata."""
-    items = await (session.get_items() if limit is None else session.get_items(limit))
-    if not isinstance(items, list):
-        items = list(items)
+    if limit is None:
+        items = await session.get_items()
+        if not isinstance(items, list):
+            items = list(items)
+    else:
+        items = await _window(session, limit)
     with collector_paused():
         if not _returns_fresh_items(session):
             items = deep_copy_items(items)
@@ -124,10 +148,12 @@ async def prepare_input_with_session(
 
     The model input then has its orphan tool calls pruned among the history positions
     (and, when a limit cut the history, outputs whose call fell outside it), the SDK's
-    session-only metadata keys stripped, and the latest-value dedupe applied. The
-    persisted list keeps callback order. Neither list shares objects with the other,
-    the store, or the caller's input. With ``session=None`` the model input is the new
-    input and nothing is persisted.
+    session-only metadata keys stripped, the latest-value dedupe applied, and every
+    unit that breaks the model-input rules dropped (``repair_input``, with the stored
+    history). A limit's window holds at least ``limit`` items and starts at a unit
+    boundary (docs/design.md, "Windows"). The persisted list keeps callback order.
+    Neither list shares objects with the other, the store, or the caller's input. With
+    ``session=None`` the model input is the new input and nothing is persisted.
     """
     new_items = _normalise_all(_input_items(input, "input"))
     if session is None:
@@ -170,10 +196,41 @@ async def prepare_input_with_session(
         # from the history part.
         output_pruning_indexes=history_positions if limit is not None else None,
     )
-    model_input = deduplicate_input_items_preferring_latest(pruned)
+    deduplicated = deduplicate_input_items_preferring_latest(pruned)
+    # Whatever the window and the callback did, the model gets an input the API accepts.
+    model_input = repair_input(deduplicated, history=history)
     with collector_paused():
         to_persist = deep_copy_items(persisted)
     return model_input, to_persist
+
+
+async def _stored_calls(session: Session, wanted: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The pair keys among ``wanted`` whose call the session holds."""
+    found: set[tuple[str, str]] = set()
+    for item in await session.get_items():
+        payload = item if isinstance(item, dict) else _normalised(item)
+        if tool_role(payload) == "call" and pair_key(payload) in wanted:
+            found.add(pair_key(payload))
+    return found
+
+
+async def _storable(session: Session, items: list[Any]) -> list[Any]:
+    """``items`` without what would leave the stored history breaking rules (a)-(d):
+    outputs whose call is neither in the turn nor stored, reasoning without the item it
+    produced, repeated ids, each with its unit. Calls still waiting for an output stay:
+    a resume completes them."""
+    problems = [p for p in input_problems(items) if p.rule != "b"]
+    if not problems:
+        return items
+    orphans = {p.position for p in problems if p.kind == "output_without_call"}
+    if orphans:
+        stored = await _stored_calls(session, {pair_key(items[p]) for p in orphans})
+        problems = [
+            p
+            for p in problems
+            if p.kind != "output_without_call" or pair_key(items[p.position]) not in stored
+        ]
+    return drop_units(items, [p.position for p in problems])
 
 
 async def save_turn_to_session(
@@ -183,8 +240,11 @@ async def save_turn_to_session(
 
     The batch is normalised (models dumped, session-only metadata stripped), reduced
     by the latest-value dedupe, and every tool output that precedes its call is moved
-    right after it, so a stored call always comes before its output. The session
-    gets its own copies; the persisted items (as normalised here) are returned.
+    right after it, so a stored call always comes before its output. A unit that
+    would leave the stored history breaking the model-input rules (a) to (d) is not
+    written: an output whose call is neither in the batch nor stored, reasoning without
+    the item it produced, a repeated id. The session gets its own copies; the persisted
+    items (as normalised here) are returned.
     """
     batch = _normalise_all(_input_items(turn_input, "turn_input"))
     if not isinstance(new_items, (list, tuple)):
@@ -193,6 +253,7 @@ async def save_turn_to_session(
     _check_items(produced, "new_items")
     batch += _normalise_all(produced)
     items = outputs_after_calls(deduplicate_input_items_preferring_latest(batch))
+    items = await _storable(session, items)
     if items:
         await session.add_items(deep_copy_items(items))
     return items
