@@ -480,3 +480,31 @@ def test_python_dash_m_runs_the_same_command_line() -> None:
         check=False,
     )
     assert shown.returncode == 0 and "bench" in shown.stdout
+
+
+def test_default_report_fits_120_columns_at_the_default_sizes() -> None:
+    sizes = (1000, 10_000, 100_000)
+    cases = [
+        CaseResult(
+            name,
+            shape,
+            size,
+            {
+                "rust": timing(size * 3e-7),
+                "python": timing(size * 3e-5),
+                "sdk": timing(size * 8e-5),
+            },
+            baselines={"bare_loop": timing(size * 2e-7)},
+        )
+        for name, operation in OPERATIONS.items()
+        for shape in operation.shapes
+        for size in sizes
+    ]
+    baselines = [
+        BaselineResult(name, size, timing(size * 1e-5)) for name in BASELINES for size in sizes
+    ]
+    result = SuiteResult(Settings(sizes=sizes), "0.0", cases, baselines)
+    text = render(result, Environment.current("release", "0.0"))
+    assert "linearity" in text and "[pending]" in text
+    assert "target" not in text and "MISS" not in text
+    assert max(map(len, text.splitlines())) <= 120

@@ -233,6 +233,12 @@ def _case_name(case: CaseResult) -> str:
     return case.operation if case.shape == "history" else f"{case.operation} [{case.shape}]"
 
 
+def _short_case_name(operation: str, shape: str) -> str:
+    """The linearity table's row name: the shape by its first word (``[pending]``), so
+    that the table, which has a column per size, stays within about 120 columns."""
+    return operation if shape == "history" else f"{operation} [{shape.split('_')[0]}]"
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
     """Aligned text columns: the first ``left`` left-aligned, the rest right-aligned."""
     widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
@@ -316,7 +322,7 @@ def render(result: SuiteResult, environment: Environment, *, targets: bool = Fal
             ["function", "engine", *map(size_label, sizes), "max/min", "vs bare loop", "verdict"],
             [
                 [
-                    _case_name(CaseResult(row.operation, row.shape, 0)),
+                    _short_case_name(row.operation, row.shape),
                     _COLUMN_NAMES[row.implementation],
                     *(f"{row.ns_per_item[s]:.0f}" if s in row.ns_per_item else "-" for s in sizes),
                     f"{row.spread:.2f}",
