@@ -200,7 +200,7 @@ def test_without_cargo_the_build_names_both_ways_out(
     assert "cargo" in message and "MATURIN_NO_INSTALL_RUST" in message
     assert "https://rustup.rs" in message
     assert "pip install --only-binary histcore histcore" in message
-    assert "HISTCORE_BUILD_PURE=1 pip install" in message
+    assert "HISTCORE_BUILD_PURE=1 pip install --no-cache-dir" in message
 
 
 def test_pure_build_from_a_checkout_without_cargo_says_why(

@@ -63,7 +63,7 @@ def rust_missing_message(install_rust_refused: bool) -> str:
     return f"""
 histcore: cannot build the compiled engine from this source: {why}.
 
-Either way out works:
+Two ways out:
   1. Install a Rust toolchain (https://rustup.rs, or your system's cargo package),
      make sure `cargo` is on PATH, and install again.
   2. Install a prebuilt wheel instead of building this source:
@@ -71,7 +71,8 @@ Either way out works:
      Where no compiled wheel fits your platform, that is the pure-Python wheel: the
      same package without the compiled engine (histcore.BACKEND == "python": same
      results, slower). Or build that pure package from this sdist:
-         {PURE_ENV}=1 pip install histcore-<version>.tar.gz
+         {PURE_ENV}=1 pip install --no-cache-dir histcore-<version>.tar.gz
+     (--no-cache-dir: pip would otherwise keep that wheel for later source builds)
 """
 
 
