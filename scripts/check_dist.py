@@ -1,6 +1,7 @@
 """Check the release artifacts scripts/dist.sh wrote (standard library, pip and the tools).
 
-    python scripts/check_dist.py dist/
+    python scripts/check_dist.py dist/              # what scripts/dist.sh wrote
+    python scripts/check_dist.py --release dist/    # what the release workflow gathered
 
 Exactly three artifacts for the version in Cargo.toml:
 
@@ -270,7 +271,69 @@ def main(dist: Path) -> int:
     return 0
 
 
+# --release: the whole set the release workflow uploads, one wheel per target.
+RELEASE_TARGETS = {
+    "linux x86_64 manylinux2014": r"manylinux_2_17_x86_64",
+    "linux aarch64 manylinux2014": r"manylinux_2_17_aarch64",
+    "linux x86_64 musllinux_1_2": r"musllinux_1_2_x86_64",
+    "linux aarch64 musllinux_1_2": r"musllinux_1_2_aarch64",
+    "macOS x86_64": r"macosx_\d+_\d+_x86_64",
+    "macOS arm64": r"macosx_\d+_\d+_arm64",
+    "Windows x64": r"win_amd64",
+}
+
+
+def main_release(dist: Path) -> int:
+    """Every target's abi3 wheel, the pure wheel and the sdist: one METADATA for all."""
+    version = cargo_version()
+    wheels = sorted(dist.glob(f"{NAME}-*.whl"))
+    sdists = sorted(dist.glob(f"{NAME}-*.tar.gz"))
+    check(sdists == [dist / f"{NAME}-{version}.tar.gz"], f"one sdist for {version}: {sdists}")
+    pure = dist / f"{NAME}-{version}-py3-none-any.whl"
+    check(pure in wheels, f"the pure wheel {pure.name}")
+    compiled = [wheel for wheel in wheels if wheel != pure]
+    for target, pattern in RELEASE_TARGETS.items():
+        matching = [
+            wheel.name
+            for wheel in compiled
+            if wheel.name.startswith(f"{NAME}-{version}-cp310-abi3-")
+            and re.search(rf"(^|\.){pattern}(\.|$)", wheel.name[:-4].split("-")[-1])
+        ]
+        check(len(matching) == 1, f"{target}: {matching}")
+    check(len(compiled) == len(RELEASE_TARGETS), f"{len(compiled)} compiled wheels")
+    if failures:
+        return 1
+    with tarfile.open(sdists[0]) as archive:
+        member = archive.extractfile(f"{NAME}-{version}/PKG-INFO")
+        metadata = member.read() if member is not None else b""
+    pure_package, pure_info = split_wheel(wheel_files(pure), version)
+    check(pure_info["METADATA"] == metadata, "pure wheel METADATA = sdist PKG-INFO")
+    for wheel in compiled:
+        package, info = split_wheel(wheel_files(wheel), version)
+        check(info["METADATA"] == metadata, f"{wheel.name}: METADATA = sdist PKG-INFO")
+        without_extension = {
+            name: data for name, data in package.items() if not EXTENSION_FILES.match(name)
+        }
+        check(
+            without_extension == pure_package, f"{wheel.name}: package = the pure wheel's + _core"
+        )
+    twine = os.environ.get("TWINE", "twine")
+    done = subprocess.run(
+        [twine, "check", "--strict", *map(str, wheels + sdists)], capture_output=True, text=True
+    )
+    print(done.stdout.rstrip())
+    check(done.returncode == 0, f"twine check --strict: {done.stderr.strip() or 'passed'}")
+    if failures:
+        print(f"\ncheck_dist: {len(failures)} check(s) failed", file=sys.stderr)
+        return 1
+    print("\ncheck_dist: the release set is complete and consistent")
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit(f"usage: {sys.argv[0]} DIST_DIR")
-    sys.exit(main(Path(sys.argv[1])))
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["--release"] and len(arguments) == 2:
+        sys.exit(main_release(Path(arguments[1])))
+    if len(arguments) != 1:
+        raise SystemExit(f"usage: {sys.argv[0]} [--release] DIST_DIR")
+    sys.exit(main(Path(arguments[0])))
