@@ -236,3 +236,54 @@ def test_the_sdist_carries_the_backend() -> None:
     assert 'build-backend = "histcore_build_backend"' in pyproject
     assert 'backend-path = ["scripts/build_backend"]' in pyproject
     assert BACKEND_FILE.is_file()
+
+
+class FakeMaturin:
+    """Stands in for maturin's hooks: records calls, or fails as a toolchain download would."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.calls: list[str] = []
+
+    def get_requires_for_build_wheel(self, config_settings: object = None) -> list[str]:
+        self.calls.append("get_requires_for_build_wheel")
+        if self.fail:
+            raise SystemExit(1)
+        return ["puccinialin"]
+
+
+def test_without_cargo_maturin_may_fetch_rust_and_a_failure_is_explained(
+    backend: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake = FakeMaturin(fail=True)
+    monkeypatch.setattr(backend, "_maturin", lambda: fake)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("CARGO", raising=False)
+    monkeypatch.delenv("MATURIN_NO_INSTALL_RUST", raising=False)
+    monkeypatch.delenv("HISTCORE_BUILD_PURE", raising=False)
+    with pytest.raises(SystemExit):
+        backend.get_requires_for_build_wheel()
+    err = capsys.readouterr().err
+    assert fake.calls == ["get_requires_for_build_wheel"]
+    assert "maturin downloads a Rust toolchain" in err
+    assert "maturin could not install one" in err
+    assert "pip install --only-binary histcore histcore" in err
+
+
+def test_with_cargo_every_hook_is_maturin_s(
+    backend: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cargo = tmp_path / "bin" / "cargo"
+    cargo.parent.mkdir()
+    cargo.write_text("#!/bin/sh\n", encoding="utf-8")
+    cargo.chmod(0o755)
+    fake = FakeMaturin(fail=False)
+    monkeypatch.setattr(backend, "_maturin", lambda: fake)
+    monkeypatch.setenv("PATH", str(cargo.parent))
+    monkeypatch.delenv("CARGO", raising=False)
+    monkeypatch.delenv("HISTCORE_BUILD_PURE", raising=False)
+    assert backend.get_requires_for_build_wheel() == ["puccinialin"]
+    assert fake.calls == ["get_requires_for_build_wheel"]
