@@ -11,8 +11,9 @@
 #       the sdist (maturin).
 #
 # <v> is Cargo.toml's version, the only one. The build tools come from PyPI
-# (scripts/dist-requirements.txt) into a throwaway venv, the crates from crates.io
-# (cargo --locked: Cargo.lock as committed). Needs cargo and network access to both.
+# (scripts/dist-requirements.txt) into a venv kept as a cache (DIST_TOOLS names another
+# place), the crates from crates.io (cargo --locked: Cargo.lock as committed). Needs
+# cargo and network access to both.
 #
 #   bash scripts/dist.sh
 #   PYTHON=python3.12 DIST_DIR=/tmp/out bash scripts/dist.sh
@@ -27,16 +28,29 @@ python="${PYTHON:-python3}"
 dist="${DIST_DIR:-$repo/dist}"
 mkdir -p "$dist"
 dist="$(cd "$dist" && pwd)"
-work="$(mktemp -d -t histcore-dist.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
 started=$SECONDS
 
 say() { echo "==> [dist $((SECONDS - started))s] $*"; }
 
-say "build tools (scripts/dist-requirements.txt) into a fresh venv"
-"$python" -m venv "$work/tools"
-tools="$work/tools/bin"
-"$tools/python" -m pip install --quiet --upgrade pip
+# The tools venv is kept between runs (about 500 MB, mostly zig, slow to write and to
+# delete), one per interpreter version and requirements file: a cache, made anew
+# wherever it is missing or broken, and brought to the pinned versions every run.
+requirements_hash="$(sha256sum scripts/dist-requirements.txt | cut -c1-12)"
+python_tag="$("$python" -c 'import sys; print("py%d.%d.%d" % sys.version_info[:3])')"
+tools_venv="${DIST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/histcore/dist-tools-$python_tag-$requirements_hash}"
+# A venv is used only once it is complete (the marker is written last).
+if [[ ! -e "$tools_venv/.complete" ]] || ! "$tools_venv/bin/python" -c pass 2>/dev/null; then
+    say "build tools (scripts/dist-requirements.txt) into a new venv: $tools_venv"
+    rm -rf "$tools_venv"
+    mkdir -p "$(dirname "$tools_venv")"
+    "$python" -m venv "$tools_venv"
+    "$tools_venv/bin/python" -m pip install --quiet --upgrade pip
+    "$tools_venv/bin/python" -m pip install --quiet -r scripts/dist-requirements.txt
+    touch "$tools_venv/.complete"
+else
+    say "build tools: $tools_venv"
+fi
+tools="$tools_venv/bin"
 "$tools/python" -m pip install --quiet -r scripts/dist-requirements.txt
 export PATH="$tools:$PATH"
 
