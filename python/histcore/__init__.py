@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+from typing import TYPE_CHECKING, Any
+
 from histcore.engine.backend import BACKEND
 from histcore.engine.items import (
     MAX_DEPTH,
@@ -38,9 +42,24 @@ from histcore.runner.run_config import (
 from histcore.runner.run_state import RunState
 from histcore.runner.stream_events import RawResponsesStreamEvent, RunItemStreamEvent, StreamEvent
 from histcore.runner.tool import FunctionTool, ToolApprovalItem, function_tool
+from histcore.sessions import (
+    MemorySession,
+    SessionSettings,
+    SQLiteSession,
+    prepare_input_with_session,
+)
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from histcore.sessions.postgres import PostgresSession as PostgresSession
 
+try:
+    # One version source: Cargo.toml, through maturin, into the installed metadata.
+    __version__: str = _distribution_version("histcore")
+except PackageNotFoundError:  # the sources on sys.path without an installed distribution
+    __version__ = "0+unknown"
+
+# PostgresSession is importable by name but stays out of __all__, so that
+# `from histcore import *` works without the postgres extra (psycopg).
 __all__ = [
     "BACKEND",
     "MAX_DEPTH",
@@ -49,6 +68,7 @@ __all__ = [
     "FunctionTool",
     "HistcoreError",
     "MaxTurnsExceeded",
+    "MemorySession",
     "Model",
     "ModelBehaviorError",
     "ModelInputData",
@@ -63,6 +83,8 @@ __all__ = [
     "RunState",
     "RunStateError",
     "Runner",
+    "SQLiteSession",
+    "SessionSettings",
     "StreamEvent",
     "ToolApprovalItem",
     "Usage",
@@ -80,4 +102,17 @@ __all__ = [
     "drop_orphan_function_calls",
     "function_tool",
     "plain_json_copy",
+    "prepare_input_with_session",
 ]
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see PostgresSession through the import above and
+    # so still report misspelt names instead of typing every attribute as Any.
+    def __getattr__(name: str) -> Any:
+        # PostgresSession needs the optional postgres extra (psycopg): imported on use.
+        if name == "PostgresSession":
+            from histcore.sessions.postgres import PostgresSession
+
+            globals()["PostgresSession"] = PostgresSession
+            return PostgresSession
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

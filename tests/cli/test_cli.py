@@ -79,6 +79,7 @@ def test_help_documents_commands_and_every_option(capsys: pytest.CaptureFixture[
         "--json",
         "--backend",
         "--no-reference",
+        "--targets",
         "--allow-debug",
     ):
         assert option in text
@@ -124,14 +125,29 @@ def test_bench_prints_progress_header_and_table(
     assert "openai-agents:" in out
     assert "DEBUG" not in out
     header = next(line for line in out.splitlines() if line.startswith("function"))
-    for column in ("size", "rust", "pure", "SDK", "SDK/rust", "rust ns/item", "target"):
+    for column in ("size", "rust", "pure", "SDK", "SDK/rust", "rust ns/item"):
         assert column in header
+    # The internal performance targets are shown only on request (--targets).
+    assert "target" not in out and "MISS" not in out
+    assert max(map(len, out.splitlines())) <= 120
     rows = [line.split()[0] for line in out.splitlines() if line.strip()]
     for name in OPERATIONS:
         assert name in rows
     assert "[pending_programs]" in out and "[reasoning_run]" in out
     for name in BASELINES:
         assert name in rows
+
+
+def test_bench_targets_option_adds_the_target_column(
+    capsys: pytest.CaptureFixture[str], release_engine: SimpleNamespace
+) -> None:
+    code, out, err = run_cli(
+        capsys, "bench", *TINY, "--functions", "dedupe_keys", "--no-reference", "--targets"
+    )
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if line.startswith("function"))
+    assert header.rstrip().endswith("target")
+    assert "targets checked at 10^5 items" in out
 
 
 def test_bench_writes_json_with_every_field(
@@ -466,3 +482,31 @@ def test_python_dash_m_runs_the_same_command_line() -> None:
         check=False,
     )
     assert shown.returncode == 0 and "bench" in shown.stdout
+
+
+def test_default_report_fits_120_columns_at_the_default_sizes() -> None:
+    sizes = (1000, 10_000, 100_000)
+    cases = [
+        CaseResult(
+            name,
+            shape,
+            size,
+            {
+                "rust": timing(size * 3e-7),
+                "python": timing(size * 3e-5),
+                "sdk": timing(size * 8e-5),
+            },
+            baselines={"bare_loop": timing(size * 2e-7)},
+        )
+        for name, operation in OPERATIONS.items()
+        for shape in operation.shapes
+        for size in sizes
+    ]
+    baselines = [
+        BaselineResult(name, size, timing(size * 1e-5)) for name in BASELINES for size in sizes
+    ]
+    result = SuiteResult(Settings(sizes=sizes), "0.0", cases, baselines)
+    text = render(result, Environment.current("release", "0.0"))
+    assert "linearity" in text and "[pending]" in text
+    assert "target" not in text and "MISS" not in text
+    assert max(map(len, text.splitlines())) <= 120

@@ -1,9 +1,10 @@
 """Turning a suite run into the printed table and the JSON document.
 
 The table has one row per function, shape and size: the median of the Rust engine,
-the pure twin and the SDK, the SDK/histcore ratio, histcore's time per item and,
-at ``TARGET_SIZE``, whether the performance target was met. Baselines and a
-linearity check (time per item across sizes) follow.
+the pure twin and the SDK, the SDK/histcore ratio and histcore's time per item (with
+``targets=True``, ``histcore bench --targets``, also whether the project's internal
+performance target was met at ``TARGET_SIZE``). Baselines and a linearity check (time
+per item across sizes) follow. The JSON document always carries the target verdicts.
 """
 
 from __future__ import annotations
@@ -232,6 +233,12 @@ def _case_name(case: CaseResult) -> str:
     return case.operation if case.shape == "history" else f"{case.operation} [{case.shape}]"
 
 
+def _short_case_name(operation: str, shape: str) -> str:
+    """The linearity table's row name: the shape by its first word (``[pending]``), so
+    that the table, which has a column per size, stays within about 120 columns."""
+    return operation if shape == "history" else f"{operation} [{shape.split('_')[0]}]"
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
     """Aligned text columns: the first ``left`` left-aligned, the rest right-aligned."""
     widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
@@ -245,8 +252,11 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1)
     return [line(headers), "  ".join("-" * width for width in widths), *map(line, rows)]
 
 
-def render(result: SuiteResult, environment: Environment) -> str:
-    """The human-readable report: header, results, baselines, linearity, notes."""
+def render(result: SuiteResult, environment: Environment, *, targets: bool = False) -> str:
+    """The human-readable report: header, results, baselines, linearity, notes.
+
+    ``targets`` adds the column of internal performance targets (met or MISS).
+    """
     primary = _primary(result)
     primary_name = _COLUMN_NAMES[primary]
     baselines = _baseline_index(result.baselines)
@@ -266,14 +276,14 @@ def render(result: SuiteResult, environment: Environment) -> str:
         own, sdk = case.timings.get(primary), case.timings.get("sdk")
         cells.append(f"{sdk.median / own.median:.1f}x" if own and sdk else "-")
         cells.append(f"{own.median / case.size * 1e9:.0f}" if own else "-")
-        cells.append(target_verdict(case, baselines)[1])
+        if targets:
+            cells.append(target_verdict(case, baselines)[1])
         rows.append(cells)
     lines = list(environment.header())
-    lines.append(
-        f"median of up to {result.settings.repeat} samples (time.perf_counter); "
-        f"targets checked at {size_label(TARGET_SIZE)} items"
-    )
-    lines.append("")
+    summary = f"median of up to {result.settings.repeat} samples (time.perf_counter)"
+    if targets:
+        summary += f"; targets checked at {size_label(TARGET_SIZE)} items"
+    lines += [summary, ""]
     headers = [
         "function",
         "size",
@@ -282,8 +292,9 @@ def render(result: SuiteResult, environment: Environment) -> str:
         "SDK",
         f"SDK/{primary_name}",
         f"{primary_name} ns/item",
-        "target",
     ]
+    if targets:
+        headers.append("target")
     lines += _table(headers, rows, left=1)
     if result.baselines:
         lines += ["", "baselines (the floor a pass over the items cannot beat):"]
@@ -311,7 +322,7 @@ def render(result: SuiteResult, environment: Environment) -> str:
             ["function", "engine", *map(size_label, sizes), "max/min", "vs bare loop", "verdict"],
             [
                 [
-                    _case_name(CaseResult(row.operation, row.shape, 0)),
+                    _short_case_name(row.operation, row.shape),
                     _COLUMN_NAMES[row.implementation],
                     *(f"{row.ns_per_item[s]:.0f}" if s in row.ns_per_item else "-" for s in sizes),
                     f"{row.spread:.2f}",
