@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from histcore.openai_agents import _patches
 from histcore.openai_agents._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
+from histcore.openai_agents._watch import Watch
 
 __all__ = [
     "Installation",
@@ -55,6 +56,7 @@ class Installation:
 
 _LOCK = threading.RLock()
 _bindings: list[_patches.Binding] = []
+_watches: list[Watch] = []
 _current: Installation | None = None
 
 
@@ -81,17 +83,25 @@ def install() -> Installation:
         supported = is_supported(version)
         skipped: dict[str, str] = {}
         bindings: list[_patches.Binding] = []
+        watches: list[Watch] = []
         try:
             for group in _patches.GROUPS:
                 reason = _patches.recognise(group)
                 if reason is not None:
                     skipped[group.name] = reason
                     continue
-                bindings += _patches.bind(group, _patches.plan(group))
+                planned = _patches.plan(group)
+                watches += [entry.watch for entry in planned]
+                bindings += _patches.bind(group, planned)
         except BaseException:
             _patches.unbind(bindings)
             raise
+        # Only now does every watched name hold what it will hold while installed
+        # (later groups rebind names that earlier replacements watch).
+        for watch in watches:
+            watch.arm()
         _bindings[:] = bindings
+        _watches[:] = watches
         _current = Installation(
             sdk_version=version,
             supported=supported,
@@ -126,6 +136,10 @@ def uninstall() -> None:
             return
         _patches.unbind(_bindings)
         _bindings.clear()
+        # A replacement someone still holds now just calls the SDK's original.
+        for watch in _watches:
+            watch.disarm()
+        _watches.clear()
         _current = None
 
 
