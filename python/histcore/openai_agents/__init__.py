@@ -17,6 +17,14 @@ on every input: where histcore could answer differently, the SDK's own helper ru
 
 Supported: openai-agents >=0.22,<0.25. Another release gets a warning, and only the
 helpers whose source is one histcore was tested against are replaced.
+
+A replacement takes its own path only while nothing its original looks up (a module's
+``json`` or ``copy``, a helper function, ``json.dumps``, a constant) has been rebound
+since ``install()``; otherwise it calls the SDK's original, which sees the rebinding.
+
+``histcore.openai_agents.testing.ScriptedModel`` is a ``Model`` for the SDK's ``Runner``
+that needs no network: deterministic conversations for tests, with and without
+``install()``.
 """
 
 from __future__ import annotations
