@@ -197,6 +197,10 @@ PY
     fi
 
     mapfile -t files < <("$base_python" "$here/suite.py" files "$lists" "$version" "$sdk_dir")
+    if [[ ${#files[@]} -eq 0 ]]; then
+        echo "sdk-suite: no test file to run for $version" >&2
+        exit 1
+    fi
     log "running ${#files[@]} test files, plain and installed at once"
     set +e
     sdk_pytest "$venv" --histcore-outcomes="$work/plain-$version.json" "${files[@]}" \
