@@ -25,7 +25,7 @@
 # HISTCORE_BACKEND (passed to the installed run; default auto), SDK_SUITE_CACHE
 # (sdists, the uv tool and its download cache; default ~/.cache/histcore-sdk-suite),
 # SDK_SUITE_JOBS (workers for --regenerate-list, default 2), SDK_SUITE_TIMEOUT (seconds
-# per pytest run, default 900), SDK_SUITE_KEEP=1 (keep the work directory).
+# per pytest run, default 2400), SDK_SUITE_KEEP=1 (keep the work directory).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,7 +35,7 @@ base_python="${PYTHON:-python3}"
 cache="${SDK_SUITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/histcore-sdk-suite}"
 histcore_source="${HISTCORE_WHEEL:-$repo}"
 jobs="${SDK_SUITE_JOBS:-2}"
-run_timeout="${SDK_SUITE_TIMEOUT:-900}"
+run_timeout="${SDK_SUITE_TIMEOUT:-2400}"
 uv_version="0.13.9"
 
 usage() {
