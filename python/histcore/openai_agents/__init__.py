@@ -17,6 +17,14 @@ on every input: where histcore could answer differently, the SDK's own helper ru
 
 Supported: openai-agents >=0.22,<0.25. Another release gets a warning, and only the
 helpers whose source is one histcore was tested against are replaced.
+
+A replacement takes its own path only while nothing its original looks up (a module's
+``json`` or ``copy``, a helper function, ``json.dumps``, a constant) has been rebound
+since ``install()``; otherwise it calls the SDK's original, which sees the rebinding.
+
+``histcore.openai_agents.testing.ScriptedModel`` is a ``Model`` for the SDK's ``Runner``
+that needs no network: deterministic conversations for tests, with and without
+``install()``.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from dataclasses import dataclass, field
 
 from histcore.openai_agents import _patches
 from histcore.openai_agents._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
+from histcore.openai_agents._watch import Watch
 
 __all__ = [
     "Installation",
@@ -55,6 +64,7 @@ class Installation:
 
 _LOCK = threading.RLock()
 _bindings: list[_patches.Binding] = []
+_watches: list[Watch] = []
 _current: Installation | None = None
 
 
@@ -81,17 +91,25 @@ def install() -> Installation:
         supported = is_supported(version)
         skipped: dict[str, str] = {}
         bindings: list[_patches.Binding] = []
+        watches: list[Watch] = []
         try:
             for group in _patches.GROUPS:
                 reason = _patches.recognise(group)
                 if reason is not None:
                     skipped[group.name] = reason
                     continue
-                bindings += _patches.bind(group, _patches.plan(group))
+                planned = _patches.plan(group)
+                watches += [entry.watch for entry in planned]
+                bindings += _patches.bind(group, planned)
         except BaseException:
             _patches.unbind(bindings)
             raise
+        # Only now does every watched name hold what it will hold while installed
+        # (later groups rebind names that earlier replacements watch).
+        for watch in watches:
+            watch.arm()
         _bindings[:] = bindings
+        _watches[:] = watches
         _current = Installation(
             sdk_version=version,
             supported=supported,
@@ -126,6 +144,10 @@ def uninstall() -> None:
             return
         _patches.unbind(_bindings)
         _bindings.clear()
+        # A replacement someone still holds now just calls the SDK's original.
+        for watch in _watches:
+            watch.disarm()
+        _watches.clear()
         _current = None
 
 

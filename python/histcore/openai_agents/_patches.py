@@ -10,6 +10,10 @@ Helpers come in groups that are recognised (by source digest, ``_versions``) and
 replaced together, all or nothing: a group's replacements rely on each other (the
 session reference map and its consumer) or on the same proof (the dedupe functions
 and their key).
+
+Each replacement gets a ``Watch`` (``_watch``) over what its original looks up; the
+watches are armed once every group is bound, and a replacement whose watch sees a
+rebound name calls the original instead.
 """
 
 from __future__ import annotations
@@ -34,8 +38,20 @@ from histcore.openai_agents import _prepare as prepare
 from histcore.openai_agents import _replacements as fast
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents._versions import KNOWN_SOURCE_DIGESTS, source_digest
+from histcore.openai_agents._watch import Watch
 
-__all__ = ["GROUPS", "Binding", "Group", "Target", "bind", "plan", "sdk_modules", "unbind"]
+__all__ = [
+    "GROUPS",
+    "Binding",
+    "Group",
+    "Planned",
+    "Target",
+    "bind",
+    "plan",
+    "sdk_modules",
+    "unbind",
+    "watch_for",
+]
 
 ITEMS = "agents.run_internal.items"
 SESSION = "agents.run_internal.session_persistence"
@@ -44,8 +60,8 @@ _CALL_TO_OUTPUT = CALL_TO_OUTPUT_TYPE
 _PRECURSORS = PRECURSOR_TYPES
 _PROGRAM_OWNED_HOSTED = PROGRAM_OWNED_HOSTED_TYPES
 
-# (original, its module, the group's replacements built so far) -> replacement
-Build = Callable[[Any, ModuleType, Mapping[str, Any]], Any]
+# (original, its module, the group's replacements built so far, its watch) -> replacement
+Build = Callable[[Any, ModuleType, Mapping[str, Any], Watch], Any]
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,9 @@ class Target:
     # Also rebind it in the other agents modules that imported it. False for a name
     # that is not the SDK's own (the ``copy`` module), replaced in this module only.
     everywhere: bool = True
+    #: the watch of a replacement that is not a function's (a module stand-in);
+    #: a function's is built from what it looks up (``watch_for``)
+    watch: Callable[[Any], Watch] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,9 @@ class Group:
     private_to: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: module attributes that must be these very objects
     identities: Mapping[str, object] = field(default_factory=dict)
+    #: each replacement also watches every other target name of the group (their
+    #: replacements share a private key or map shape: all or none run)
+    coupled: bool = False
 
 
 GROUPS: tuple[Group, ...] = (
@@ -91,17 +113,20 @@ GROUPS: tuple[Group, ...] = (
             "FAKE_RESPONSES_ID": "__fake_id__",
         },
         targets=(
-            Target("_dedupe_key", lambda original, *_: fast.make_dedupe_key(original)),
+            Target(
+                "_dedupe_key",
+                lambda original, _, __, watch: fast.make_dedupe_key(original, watch),
+            ),
             Target(
                 "deduplicate_input_items",
-                lambda original, *_: fast.make_deduplicate(
-                    original, engine.deduplicate_input_items
+                lambda original, _, __, watch: fast.make_deduplicate(
+                    original, engine.deduplicate_input_items, watch
                 ),
             ),
             Target(
                 "deduplicate_input_items_preferring_latest",
-                lambda original, *_: fast.make_deduplicate(
-                    original, engine.deduplicate_input_items_preferring_latest
+                lambda original, _, __, watch: fast.make_deduplicate(
+                    original, engine.deduplicate_input_items_preferring_latest, watch
                 ),
             ),
         ),
@@ -126,7 +151,9 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "drop_orphan_function_calls",
-                lambda original, *_: fast.make_drop_orphan_function_calls(original),
+                lambda original, _, __, watch: fast.make_drop_orphan_function_calls(
+                    original, watch
+                ),
             ),
         ),
     ),
@@ -137,7 +164,9 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "fingerprint_input_item",
-                lambda original, module, _: fast.make_fingerprint_input_item(original, module),
+                lambda original, module, _, watch: fast.make_fingerprint_input_item(
+                    original, module, watch
+                ),
             ),
         ),
     ),
@@ -153,13 +182,13 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "normalize_input_items_for_api",
-                lambda original, module, _: fast.make_normalize_input_items_for_api(
-                    original, module
+                lambda original, module, _, watch: fast.make_normalize_input_items_for_api(
+                    original, module, watch
                 ),
             ),
             Target(
                 "ensure_input_item_format",
-                lambda original, *_: fast.make_ensure_input_item_format(original),
+                lambda original, _, __, watch: fast.make_ensure_input_item_format(original, watch),
             ),
         ),
     ),
@@ -169,7 +198,8 @@ GROUPS: tuple[Group, ...] = (
         sources=("_to_dump_compatible", "_to_dump_compatible_internal"),
         targets=(
             Target(
-                "_to_dump_compatible", lambda original, *_: fast.make_to_dump_compatible(original)
+                "_to_dump_compatible",
+                lambda original, _, __, watch: fast.make_to_dump_compatible(original, watch),
             ),
         ),
     ),
@@ -180,7 +210,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "_clone_original_input",
-                lambda original, *_: fast.make_clone_original_input(original),
+                lambda original, _, __, watch: fast.make_clone_original_input(original, watch),
             ),
         ),
     ),
@@ -207,29 +237,35 @@ GROUPS: tuple[Group, ...] = (
             "_build_frequency_map": ("prepare_input_with_session",),
             "_consume_reference": ("prepare_input_with_session",),
         },
+        coupled=True,
         # Order matters: the map builders use the key function built first.
         targets=(
             Target(
                 "_session_item_key",
-                lambda original, module, _: session_keys.make_session_item_key(original, module),
+                lambda original, module, _, watch: session_keys.make_session_item_key(
+                    original, module, watch
+                ),
             ),
             Target(
                 "_build_reference_map",
-                lambda _, __, built: session_keys.make_build_reference_map(
-                    built["_session_item_key"]
+                lambda original, _, built, watch: session_keys.make_build_reference_map(
+                    built["_session_item_key"], original, watch
                 ),
             ),
             Target(
                 "_build_frequency_map",
-                lambda _, __, built: session_keys.make_build_frequency_map(
-                    built["_session_item_key"]
+                lambda original, _, built, watch: session_keys.make_build_frequency_map(
+                    built["_session_item_key"], original, watch
                 ),
             ),
-            Target("_consume_reference", lambda *_: session_keys.consume_reference),
+            Target(
+                "_consume_reference",
+                lambda original, *_: session_keys.make_consume_reference(original),
+            ),
             Target(
                 "prepare_input_with_session",
-                lambda original, module, _: prepare.make_prepare_input_with_session(
-                    original, module
+                lambda original, module, _, watch: prepare.make_prepare_input_with_session(
+                    original, module, watch
                 ),
             ),
         ),
@@ -238,13 +274,27 @@ GROUPS: tuple[Group, ...] = (
         name="session_json",
         module="agents.memory.sqlite_session",
         identities={"json": json},
-        targets=(Target("json", lambda original, *_: fast.JsonModule(original), everywhere=False),),
+        targets=(
+            Target(
+                "json",
+                lambda original, _, __, watch: fast.JsonModule(original, watch),
+                everywhere=False,
+                watch=fast.JsonModule.watch_for,
+            ),
+        ),
     ),
     Group(
         name="callback_copies",
         module=SESSION,
         identities={"copy": copy},
-        targets=(Target("copy", lambda original, *_: fast.CopyModule(original), everywhere=False),),
+        targets=(
+            Target(
+                "copy",
+                lambda original, _, __, watch: fast.CopyModule(original, watch),
+                everywhere=False,
+                watch=fast.CopyModule.watch_for,
+            ),
+        ),
     ),
 )
 
@@ -325,26 +375,53 @@ class Binding:
         return f"{self.module.__name__}.{self.attr}"
 
 
-def plan(group: Group) -> list[tuple[Target, Any, Any]]:
-    """(target, original, replacement) for each target of a recognised group, in order."""
+@dataclass(frozen=True)
+class Planned:
+    """A target's original, its replacement, and the watch the replacement consults."""
+
+    target: Target
+    original: Any
+    replacement: Any
+    watch: Watch
+
+
+def watch_for(group: Group, target: Target, original: Any, module: ModuleType) -> Watch:
+    """What ``target``'s replacement must see unchanged to take its own path: all that
+    its original looks up, the group's mutable constants (by value too), and for a
+    coupled group every other target name."""
+    if target.watch is not None:
+        return target.watch(original)
+    namespace = vars(module)
+    coupled = [(namespace, other.attr) for other in group.targets] if group.coupled else []
+    contents = [
+        (namespace, name)
+        for name in group.constants
+        if isinstance(namespace.get(name), dict | list | set)
+    ]
+    return Watch.over([original], coupled, contents)
+
+
+def plan(group: Group) -> list[Planned]:
+    """The replacement (and its watch) of each target of a recognised group, in order."""
     module = importlib.import_module(group.module)
     built: dict[str, Any] = {}
-    planned: list[tuple[Target, Any, Any]] = []
+    planned: list[Planned] = []
     for target in group.targets:
         original = getattr(module, target.attr)
-        built[target.attr] = target.build(original, module, built)
-        planned.append((target, original, built[target.attr]))
+        watch = watch_for(group, target, original, module)
+        built[target.attr] = target.build(original, module, built, watch)
+        planned.append(Planned(target, original, built[target.attr], watch))
     return planned
 
 
-def bind(group: Group, built: list[tuple[Target, Any, Any]]) -> list[Binding]:
+def bind(group: Group, built: list[Planned]) -> list[Binding]:
     """Install ``built`` in the group's module and wherever the originals were imported."""
     home = importlib.import_module(group.module)
     bindings: list[Binding] = []
-    by_original = {id(original): (target, original, new) for target, original, new in built}
-    for target, original, replacement in built:
-        setattr(home, target.attr, replacement)
-        bindings.append(Binding(home, target.attr, original, replacement))
+    by_original = {id(p.original): (p.target, p.original, p.replacement) for p in built}
+    for planned in built:
+        setattr(home, planned.target.attr, planned.replacement)
+        bindings.append(Binding(home, planned.target.attr, planned.original, planned.replacement))
     for module in sdk_modules():
         if module is home:
             continue

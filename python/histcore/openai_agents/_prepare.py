@@ -30,11 +30,13 @@ from histcore.openai_agents._replacements import (
     all_dicts,
     dict_copies,
     holds_any,
+    intact,
     like,
     stripped_keys,
 )
 from histcore.openai_agents._session_keys import CALL, Call, canonical_key_setup
 from histcore.openai_agents._versions import function_digest
+from histcore.openai_agents._watch import Watch
 
 __all__ = ["BATCH_PREPARE_DIGESTS", "applies", "make_prepare_input_with_session", "prepare"]
 
@@ -265,18 +267,22 @@ def _capturing(callback: Callable[..., Any], call: Call) -> Callable[..., Any]:
 
 
 def make_prepare_input_with_session(
-    original: Callable[..., Awaitable[Any]], module: ModuleType
+    original: Callable[..., Awaitable[Any]], module: ModuleType, watch: Watch | None = None
 ) -> Callable[..., Awaitable[Any]]:
     """``prepare_input_with_session``: the batch path for its common case (on releases
     whose function it follows), else the original with the callback observed; either
-    way with one key memory per call (``_session_keys``)."""
+    way with one key memory per call (``_session_keys``). Once anything the original
+    looks up was rebound (``watch``), just the original."""
     signature = inspect.signature(original)
     batch = function_digest("prepare_input_with_session", original) in BATCH_PREPARE_DIGESTS
     stripped = stripped_keys(module.strip_internal_input_item_metadata)
     extra_stripped = canonical_key_setup(stripped)
+    unchanged = intact(watch)
 
     @like(original)
     async def prepare_input_with_session(*args: Any, **kwargs: Any) -> Any:
+        if not unchanged():
+            return await original(*args, **kwargs)
         call = Call(module, extra_stripped)
         try:
             bound = signature.bind(*args, **kwargs)

@@ -37,6 +37,7 @@ from histcore.engine.collector import collector_paused
 from histcore.engine.exact_json import loads_as_json
 from histcore.openai_agents._copies import deep_copy, dump_compatible_copy
 from histcore.openai_agents._sorted_json import sorted_json
+from histcore.openai_agents._watch import Watch
 
 __all__ = [
     "CopyModule",
@@ -59,6 +60,17 @@ __all__ = [
 # The SDK's name and docstring (and ``__wrapped__``), but our own ``__module__``, so a
 # replacement is never mistaken for the SDK's function.
 like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
+
+
+def _always() -> bool:
+    return True
+
+
+def intact(watch: Watch | None) -> Callable[[], bool]:
+    """The check a replacement makes before taking its own path: that nothing its
+    original looks up was rebound (``_watch``). Without a watch, always true."""
+    return _always if watch is None else watch.intact
+
 
 _STR_OR_NONE = frozenset({str, type(None)})
 _ID_FIELDS = ("call_id", "id", "approval_request_id")
@@ -105,10 +117,14 @@ def _keyable_item(item: Any) -> bool:
 # --- dedupe ------------------------------------------------------------------------
 
 
-def make_dedupe_key(original: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+def make_dedupe_key(
+    original: Callable[[Any], str | None], watch: Watch | None = None
+) -> Callable[[Any], str | None]:
+    unchanged = intact(watch)
+
     @like(original)
     def _dedupe_key(item: Any) -> str | None:
-        if _keyable_item(item):
+        if _keyable_item(item) and unchanged():
             key: str | None = engine.dedupe_key(item)
             return key
         return original(item)
@@ -119,12 +135,14 @@ def make_dedupe_key(original: Callable[[Any], str | None]) -> Callable[[Any], st
 def make_deduplicate(
     original: Callable[[Sequence[Any]], list[Any]],
     histcore_version: Callable[[Iterable[Any]], list[Any]],
+    watch: Watch | None = None,
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """A dedupe (first-wins or latest-value) running histcore's on keyable lists."""
+    unchanged = intact(watch)
 
     @like(original)
     def deduplicate(items: Sequence[Any]) -> list[Any]:
-        if type(items) is list and _keyable(items):
+        if type(items) is list and unchanged() and _keyable(items):
             return histcore_version(items)
         return original(items)
 
@@ -181,7 +199,11 @@ def _orphan_screen(items: list[Any], pruning_indexes: Any) -> bool:
     return pruning_indexes is None or not _reasoning_outside(types, pruning_indexes)
 
 
-def make_drop_orphan_function_calls(original: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+def make_drop_orphan_function_calls(
+    original: Callable[..., list[Any]], watch: Watch | None = None
+) -> Callable[..., list[Any]]:
+    unchanged = intact(watch)
+
     @like(original)
     def drop_orphan_function_calls(
         items: list[Any],
@@ -189,7 +211,7 @@ def make_drop_orphan_function_calls(original: Callable[..., list[Any]]) -> Calla
         pruning_indexes: set[int] | None = None,
         output_pruning_indexes: set[int] | None = None,
     ) -> list[Any]:
-        if type(items) is list and _orphan_screen(items, pruning_indexes):
+        if type(items) is list and unchanged() and _orphan_screen(items, pruning_indexes):
             try:
                 kept: list[Any] = engine.drop_orphan_function_calls(
                     items, pruning_indexes, output_pruning_indexes=output_pruning_indexes
@@ -208,13 +230,14 @@ def make_drop_orphan_function_calls(original: Callable[..., list[Any]]) -> Calla
 
 
 def make_fingerprint_input_item(
-    original: Callable[..., str | None], module: ModuleType
+    original: Callable[..., str | None], module: ModuleType, watch: Watch | None = None
 ) -> Callable[..., str | None]:
     """The SDK's fingerprint text for dict items, from a reused encoder."""
+    unchanged = intact(watch)
 
     @like(original)
     def fingerprint_input_item(item: Any, *, ignore_ids_for_matching: bool = False) -> str | None:
-        if type(item) is dict:
+        if type(item) is dict and unchanged():
             payload = module.strip_internal_input_item_metadata(item)
             if type(payload) is dict:
                 if ignore_ids_for_matching:
@@ -257,15 +280,16 @@ def dict_copies(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def make_normalize_input_items_for_api(
-    original: Callable[[list[Any]], list[Any]], module: ModuleType
+    original: Callable[[list[Any]], list[Any]], module: ModuleType, watch: Watch | None = None
 ) -> Callable[[list[Any]], list[Any]]:
     """One shallow copy per dict item (the original makes two), in C when none holds
     a key the SDK strips (then stripping is exactly a copy)."""
     keys = stripped_keys(module.strip_internal_input_item_metadata)
+    unchanged = intact(watch)
 
     @like(original)
     def normalize_input_items_for_api(items: list[Any]) -> list[Any]:
-        if type(items) is not list or not all_dicts(items):
+        if type(items) is not list or not unchanged() or not all_dicts(items):
             return original(items)
         if keys is not None and not holds_any(items, keys):
             return dict_copies(items)
@@ -275,10 +299,14 @@ def make_normalize_input_items_for_api(
     return normalize_input_items_for_api
 
 
-def make_ensure_input_item_format(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def make_ensure_input_item_format(
+    original: Callable[[Any], Any], watch: Watch | None = None
+) -> Callable[[Any], Any]:
+    unchanged = intact(watch)
+
     @like(original)
     def ensure_input_item_format(item: Any) -> Any:
-        if type(item) is dict:
+        if type(item) is dict and unchanged():
             return dict(item)  # what the original's coercion makes of a dict
         return original(item)
 
@@ -289,13 +317,16 @@ def make_ensure_input_item_format(original: Callable[[Any], Any]) -> Callable[[A
 
 
 def _copying_lists(
-    original: Callable[[Any], Any], fast_copy: Callable[[list[Any]], list[Any] | None]
+    original: Callable[[Any], Any],
+    fast_copy: Callable[[list[Any]], list[Any] | None],
+    watch: Watch | None,
 ) -> Callable[[Any], Any]:
     """``original``, except that a list ``fast_copy`` can copy is copied by it."""
+    unchanged = intact(watch)
 
     @like(original)
     def replacement(value: Any) -> Any:
-        if type(value) is list:
+        if type(value) is list and unchanged():
             copied = fast_copy(value)
             if copied is not None:
                 return copied
@@ -304,22 +335,42 @@ def _copying_lists(
     return replacement
 
 
-def make_to_dump_compatible(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def make_to_dump_compatible(
+    original: Callable[[Any], Any], watch: Watch | None = None
+) -> Callable[[Any], Any]:
     """``_to_dump_compatible``: a list of plain JSON trees is copied in C."""
-    return _copying_lists(original, dump_compatible_copy)
+    return _copying_lists(original, dump_compatible_copy, watch)
 
 
-def make_clone_original_input(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def make_clone_original_input(
+    original: Callable[[Any], Any], watch: Watch | None = None
+) -> Callable[[Any], Any]:
     """``_clone_original_input``: a deep copy of a run's list input, in C when provable."""
-    return _copying_lists(original, deep_copy)
+    return _copying_lists(original, deep_copy, watch)
 
 
 class _ModuleStandIn:
     """Stands in for a standard library module inside one SDK module: the calls it
-    speeds up are its own methods, every other attribute is the module's."""
+    speeds up are its own methods, every other attribute is the module's.
 
-    def __init__(self, real: ModuleType) -> None:
+    Its methods take their own path only while the module's functions they stand for
+    (``SPED_UP``) and what those look up are the ones seen when the watch was armed:
+    a patched ``json.loads`` or ``copy.deepcopy`` is called, as the SDK would.
+    """
+
+    SPED_UP: tuple[str, ...] = ()
+
+    def __init__(self, real: ModuleType, watch: Watch | None = None) -> None:
         self._real = real
+        self._unchanged = intact(watch)
+
+    @classmethod
+    def watch_for(cls, real: ModuleType) -> Watch:
+        """A watch over the functions of ``real`` this stand-in speeds up."""
+        namespace = vars(real)
+        return Watch.over(
+            [namespace[name] for name in cls.SPED_UP], [(namespace, name) for name in cls.SPED_UP]
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
@@ -332,11 +383,13 @@ class CopyModule(_ModuleStandIn):
     """Stands in for ``copy``: ``deepcopy`` of a list of plain dict items is made in C
     (``_copies.deep_copy``); every other call is the standard library's."""
 
-    def __init__(self, real: ModuleType = stdlib_copy) -> None:
-        super().__init__(real)
+    SPED_UP = ("deepcopy",)
+
+    def __init__(self, real: ModuleType = stdlib_copy, watch: Watch | None = None) -> None:
+        super().__init__(real, watch)
 
     def deepcopy(self, x: Any, *args: Any, **kwargs: Any) -> Any:
-        if not args and not kwargs and type(x) is list:
+        if not args and not kwargs and type(x) is list and self._unchanged():
             copied = deep_copy(x)
             if copied is not None:
                 return copied
@@ -355,11 +408,13 @@ class JsonModule(_ModuleStandIn):
     library's.
     """
 
-    def __init__(self, real: ModuleType = stdlib_json) -> None:
-        super().__init__(real)
+    SPED_UP = ("loads",)
+
+    def __init__(self, real: ModuleType = stdlib_json, watch: Watch | None = None) -> None:
+        super().__init__(real, watch)
 
     def loads(self, s: Any, *args: Any, **kwargs: Any) -> Any:
         kind = type(s)
-        if args or kwargs or (kind is not str and kind is not bytes):
+        if args or kwargs or (kind is not str and kind is not bytes) or not self._unchanged():
             return self._real.loads(s, *args, **kwargs)
         return loads_as_json(s)

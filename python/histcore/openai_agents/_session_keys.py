@@ -36,8 +36,9 @@ from types import ModuleType
 from typing import Any
 
 from histcore.engine import items as engine
-from histcore.openai_agents._replacements import like
+from histcore.openai_agents._replacements import intact, like
 from histcore.openai_agents._sorted_json import sorted_json
+from histcore.openai_agents._watch import Watch
 
 __all__ = [
     "CALL",
@@ -48,6 +49,7 @@ __all__ = [
     "consume_reference",
     "make_build_frequency_map",
     "make_build_reference_map",
+    "make_consume_reference",
     "make_session_item_key",
 ]
 
@@ -179,12 +181,15 @@ def _decide(ignore_ids: bool) -> None:
         call.canonical = True
 
 
-def make_session_item_key(original: Callable[..., str], module: ModuleType) -> KeyFunction:
+def make_session_item_key(
+    original: Callable[..., str], module: ModuleType, watch: Watch | None = None
+) -> KeyFunction:
     """``_session_item_key``: the call's key when one is decided, else the SDK's text."""
+    unchanged = intact(watch)
 
     @like(original)
     def _session_item_key(item: Any, *, ignore_openai_conversation_item_ids: bool = False) -> Key:
-        if type(item) is not dict or ignore_openai_conversation_item_ids:
+        if type(item) is not dict or ignore_openai_conversation_item_ids or not unchanged():
             return original(
                 item, ignore_openai_conversation_item_ids=ignore_openai_conversation_item_ids
             )
@@ -227,12 +232,24 @@ def _canonical_key(item: Any, call: Call) -> bytes | None:
     return key
 
 
-def make_build_reference_map(key: KeyFunction) -> Callable[..., ReferenceMap]:
-    """``_build_reference_map`` producing the map ``consume_reference`` reads."""
+def make_build_reference_map(
+    key: KeyFunction,
+    original: Callable[..., Any] | None = None,
+    watch: Watch | None = None,
+) -> Callable[..., Any]:
+    """``_build_reference_map`` producing the map ``consume_reference`` reads.
+
+    With ``original`` and ``watch``: the SDK's own map (which ``consume_reference``
+    also reads) once anything the group relies on was rebound."""
+    unchanged = intact(watch)
 
     def _build_reference_map(
         items: Iterable[Any], *, ignore_openai_conversation_item_ids: bool = False
-    ) -> ReferenceMap:
+    ) -> Any:
+        if original is not None and not unchanged():
+            return original(
+                items, ignore_openai_conversation_item_ids=ignore_openai_conversation_item_ids
+            )
         _decide(ignore_openai_conversation_item_ids)
         refs = ReferenceMap(list(items))
         keys, counts = refs.keys, refs.counts
@@ -257,12 +274,35 @@ def consume_reference(ref_map: ReferenceMap, key: Key, candidate: Any) -> bool:
     return True
 
 
-def make_build_frequency_map(key: KeyFunction) -> Callable[..., dict[Key, int]]:
-    """``_build_frequency_map`` counting by the same keys as the reference map."""
+def make_consume_reference(original: Callable[..., bool]) -> Callable[..., bool]:
+    """``_consume_reference`` reading either map: ours, or the SDK's own, which the
+    original builder makes once the group saw a rebinding."""
+
+    @like(original)
+    def _consume_reference(ref_map: Any, key: Any, candidate: Any) -> bool:
+        if type(ref_map) is ReferenceMap:
+            return consume_reference(ref_map, key, candidate)
+        return original(ref_map, key, candidate)
+
+    return _consume_reference
+
+
+def make_build_frequency_map(
+    key: KeyFunction,
+    original: Callable[..., dict[Any, int]] | None = None,
+    watch: Watch | None = None,
+) -> Callable[..., dict[Any, int]]:
+    """``_build_frequency_map`` counting by the same keys as the reference map (the
+    SDK's own, with ``original`` and ``watch``, once anything was rebound)."""
+    unchanged = intact(watch)
 
     def _build_frequency_map(
         items: Iterable[Any], *, ignore_openai_conversation_item_ids: bool = False
-    ) -> dict[Key, int]:
+    ) -> dict[Any, int]:
+        if original is not None and not unchanged():
+            return original(
+                items, ignore_openai_conversation_item_ids=ignore_openai_conversation_item_ids
+            )
         _decide(ignore_openai_conversation_item_ids)
         counts: dict[Key, int] = {}
         for item in items:

@@ -238,7 +238,15 @@ def run(args: argparse.Namespace) -> int:
             )
 
     if args.openai_agents:
-        from histcore.cli.bench import sdk_conversation
+        try:
+            from histcore.cli.bench import sdk_conversation
+        except ImportError as exc:
+            if str(exc.name).split(".")[0] not in ("agents", "openai"):
+                raise
+            return _fail(
+                "--openai-agents needs the OpenAI Agents SDK, which is not installed: "
+                "pip install 'histcore[openai-agents]'"
+            )
 
         sdk_sizes = sizes if args.sizes != DEFAULT_SIZES else sdk_conversation.DEFAULT_SIZES
         return sdk_conversation.run_cli(

@@ -34,23 +34,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
-from agents import Agent, FunctionTool, ModelSettings, RunConfig, Runner, SQLiteSession
+from agents import Agent, FunctionTool, RunConfig, Runner, SQLiteSession
 from agents import function_tool as sdk_function_tool
-from agents.items import ModelResponse, TResponseInputItem
-from agents.models.fake_id import FAKE_RESPONSES_ID
-from agents.models.interface import Model, ModelTracing
+from agents.items import TResponseInputItem
+from agents.models.interface import Model
 from agents.run_internal import items as sdk_items
 from agents.run_internal import session_persistence as sdk_session
-from agents.usage import Usage
 from agents.util import _json as sdk_json
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputItem,
-    ResponseOutputMessage,
-    ResponseOutputText,
-    ResponseReasoningItem,
-)
-from openai.types.responses.response_reasoning_item import Summary
 
 from histcore import BACKEND, __version__
 from histcore import openai_agents as accelerator
@@ -61,6 +51,7 @@ from histcore.engine import items as engine
 from histcore.openai_agents import _replacements as fast
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents._versions import sdk_version
+from histcore.openai_agents.testing import ScriptedModel
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -93,86 +84,6 @@ class CorrectnessError(Exception):
 
 
 # --- the conversation --------------------------------------------------------------
-
-
-def _input_snapshot(value: str | list[TResponseInputItem]) -> str:
-    return json.dumps(value, sort_keys=True, default=repr)
-
-
-class ScriptedModel(Model):
-    """A model that needs no network: it answers from the shape of its input.
-
-    A user message gets a reasoning item and one function call per ``" and "``-separated
-    city in the text; the tool outputs get an assistant message naming how many input
-    items it saw (so any difference in model input shows up in the transcript). Every
-    third answer carries the SDK's placeholder id, as providers without item ids do.
-    Ids are counters, so two runs of one script are identical. ``inputs`` records
-    what each call received, as JSON text.
-    """
-
-    def __init__(self, record: bool = True) -> None:
-        self.responses = 0
-        #: with ``record``, each input as JSON text; off for timing (it is costly)
-        self.record = record
-        self.inputs: list[str] = []
-
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Any],
-        output_schema: Any,
-        handoffs: list[Any],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: Any,
-    ) -> ModelResponse:
-        if self.record:
-            self.inputs.append(_input_snapshot(input))
-        self.responses += 1
-        turn = self.responses
-        items = [{"role": "user", "content": input}] if isinstance(input, str) else input
-        last = items[-1] if items else {}
-        output: list[ResponseOutputItem]
-        if isinstance(last, dict) and last.get("type") == "function_call_output":
-            text = f"answer {turn}: saw {len(items)} items, last call {last.get('call_id')}"
-            output = [
-                ResponseOutputMessage(
-                    id=FAKE_RESPONSES_ID if turn % 3 == 0 else f"msg_{turn}",
-                    type="message",
-                    role="assistant",
-                    status="completed",
-                    content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
-                )
-            ]
-        else:
-            content = last.get("content") if isinstance(last, dict) else None
-            cities = str(content or "Paris").split(" and ")
-            output = [
-                ResponseReasoningItem(
-                    id=f"rs_{turn}",
-                    type="reasoning",
-                    summary=[Summary(type="summary_text", text=f"look up {len(cities)}")],
-                )
-            ]
-            output += [
-                ResponseFunctionToolCall(
-                    id=f"fc_{turn}_{index}",
-                    type="function_call",
-                    call_id=f"call_{turn}_{index}",
-                    name="lookup",
-                    arguments=json.dumps({"city": city.strip()}),
-                    status="completed",
-                )
-                for index, city in enumerate(cities)
-            ]
-        return ModelResponse(output=output, usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("ScriptedModel does not stream")
 
 
 def _lookup(city: str) -> str:

@@ -1,0 +1,191 @@
+"""A scripted model for the OpenAI Agents SDK: deterministic runs without a network.
+
+``ScriptedModel`` implements the SDK's ``Model`` interface (``agents.models.interface``)
+and answers from the shape of its input, so a conversation of any length needs no
+script written in advance:
+
+* a turn that ends with a user message gets a reasoning item and one function call
+  per ``" and "``-separated part of the message (``"Paris and Rome"``: two calls of the
+  tool ``tool_name`` with ``{"city": "Paris"}`` and ``{"city": "Rome"}``);
+* a turn that ends with a function call output gets an assistant message naming how
+  many input items the model saw and the last call id, so any difference in what the
+  model was sent shows up in the final output.
+
+Ids are counters, so two runs of the same conversation produce the same items; every
+``placeholder_every``-th answer carries the SDK's placeholder id (``FAKE_RESPONSES_ID``),
+as providers without item ids do. With ``record`` (the default), ``inputs`` holds each
+call's input as JSON text: comparing two models' ``inputs`` tells whether two runs (for
+example, without and with ``histcore.openai_agents.install()``) sent the same input.
+
+    from agents import Agent, Runner, function_tool
+    from histcore.openai_agents.testing import ScriptedModel
+
+    @function_tool
+    def lookup(city: str) -> str:
+        return f"sunny in {city}"
+
+    model = ScriptedModel()
+    agent = Agent(name="assistant", model=model, tools=[lookup])
+    result = await Runner.run(agent, "Paris and Rome")
+    # two tool calls, then "answer 2: saw 6 items, last call call_1_1"
+
+Both ``Runner.run`` and ``Runner.run_streamed`` work: ``stream_response`` yields each
+output item's ``response.output_item.done`` event, then ``response.completed``.
+Importing this module needs the SDK: ``pip install 'histcore[openai-agents]'``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from histcore.openai_agents._versions import INSTALL_HINT
+
+try:
+    from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+    from agents.model_settings import ModelSettings
+    from agents.models.fake_id import FAKE_RESPONSES_ID
+    from agents.models.interface import Model, ModelTracing
+    from agents.usage import Usage
+    from openai.types.responses import (
+        Response,
+        ResponseCompletedEvent,
+        ResponseFunctionToolCall,
+        ResponseOutputItem,
+        ResponseOutputItemDoneEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseReasoningItem,
+    )
+    from openai.types.responses.response_reasoning_item import Summary
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(INSTALL_HINT) from exc
+
+__all__ = ["ScriptedModel"]
+
+
+def _snapshot(value: str | list[TResponseInputItem]) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+class ScriptedModel(Model):
+    """A ``Model`` that answers from the shape of its input (see the module docstring).
+
+    ``responses`` counts the answers given; ``inputs`` holds each input as JSON text
+    when ``record`` is true (off for timing: encoding a long history is costly).
+    """
+
+    def __init__(
+        self,
+        record: bool = True,
+        *,
+        tool_name: str = "lookup",
+        argument: str = "city",
+        default_text: str = "Paris",
+        placeholder_every: int = 3,
+    ) -> None:
+        if placeholder_every < 0:
+            raise ValueError("placeholder_every must be 0 (never) or positive")
+        self.record = record
+        self.tool_name = tool_name
+        self.argument = argument
+        self.default_text = default_text
+        self.placeholder_every = placeholder_every
+        self.responses = 0
+        self.inputs: list[str] = []
+
+    def output_for(self, input: str | list[TResponseInputItem]) -> list[ResponseOutputItem]:
+        """The output items of the next answer to ``input`` (counts it as given)."""
+        if self.record:
+            self.inputs.append(_snapshot(input))
+        self.responses += 1
+        turn = self.responses
+        items: list[Any] = [{"role": "user", "content": input}] if isinstance(input, str) else input
+        last = items[-1] if items else {}
+        if isinstance(last, dict) and last.get("type") == "function_call_output":
+            text = f"answer {turn}: saw {len(items)} items, last call {last.get('call_id')}"
+            placeholder = self.placeholder_every and turn % self.placeholder_every == 0
+            return [
+                ResponseOutputMessage(
+                    id=FAKE_RESPONSES_ID if placeholder else f"msg_{turn}",
+                    type="message",
+                    role="assistant",
+                    status="completed",
+                    content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
+                )
+            ]
+        content = last.get("content") if isinstance(last, dict) else None
+        parts = str(content or self.default_text).split(" and ")
+        output: list[ResponseOutputItem] = [
+            ResponseReasoningItem(
+                id=f"rs_{turn}",
+                type="reasoning",
+                summary=[Summary(type="summary_text", text=f"look up {len(parts)}")],
+            )
+        ]
+        output += [
+            ResponseFunctionToolCall(
+                id=f"fc_{turn}_{index}",
+                type="function_call",
+                call_id=f"call_{turn}_{index}",
+                name=self.tool_name,
+                arguments=json.dumps({self.argument: part.strip()}),
+                status="completed",
+            )
+            for index, part in enumerate(parts)
+        ]
+        return output
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: Any,
+    ) -> ModelResponse:
+        return ModelResponse(output=self.output_for(input), usage=Usage(), response_id=None)
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: Any,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        output = self.output_for(input)
+        for index, item in enumerate(output):
+            yield ResponseOutputItemDoneEvent(
+                type="response.output_item.done",
+                item=item,
+                output_index=index,
+                sequence_number=index,
+            )
+        response = Response(
+            id=f"resp_{self.responses}",
+            created_at=0,
+            model="histcore-scripted",
+            object="response",
+            output=output,
+            tool_choice="auto",
+            tools=[],
+            top_p=None,
+            parallel_tool_calls=False,
+        )
+        yield ResponseCompletedEvent(
+            type="response.completed", response=response, sequence_number=len(output)
+        )

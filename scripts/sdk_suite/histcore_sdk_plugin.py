@@ -1,0 +1,218 @@
+"""pytest plugin for running the OpenAI Agents SDK's own tests against histcore.
+
+Loaded with ``-p histcore_sdk_plugin`` (``scripts/sdk_suite`` on ``PYTHONPATH``) by
+``scripts/sdk-suite.sh``. Options:
+
+``--histcore-install``
+    call ``histcore.openai_agents.install()`` before any test module is collected
+    (before the SDK's conftest is imported); refuses to run when the installed SDK is
+    not a supported release or a helper group was left unreplaced, since the comparison
+    would then test less than it claims.
+``--histcore-outcomes PATH``
+    write ``{nodeid: outcome}`` as JSON when the session ends; an outcome is one of
+    passed, failed, error, skipped, xfailed, xpassed (a test whose setup or teardown
+    failed is an error), and a module that failed to collect is ``collect-error``.
+``--histcore-trace PATH``
+    record which test files reach a helper that ``install()`` replaces (a call of the
+    SDK's function, or of a function of the ``json``/``copy`` module that install()
+    swaps in one SDK module), and write them, one per line, to PATH (PATH.<worker>
+    under pytest-xdist). The helpers are rebound to recording wrappers the way
+    install() rebinds them, before the test modules are collected.
+
+Works under pytest-xdist: the controller gathers outcomes, each worker traces itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import sys
+import types
+from typing import Any
+
+import pytest
+
+_PHASES = ("setup", "call", "teardown")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("histcore", "histcore drop-in comparison")
+    group.addoption("--histcore-install", action="store_true", default=False)
+    group.addoption("--histcore-outcomes", default=None, metavar="PATH")
+    group.addoption("--histcore-trace", default=None, metavar="PATH")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # Runs before the SDK's tests/conftest.py is imported: install() is in place before
+    # any test module copies a helper into its own namespace.
+    options = early_config.known_args_namespace
+    if options.histcore_trace:
+        if options.histcore_install:
+            raise pytest.UsageError("--histcore-trace traces the plain SDK, not --histcore-install")
+        trace = _Trace(os.path.abspath(options.histcore_trace))
+        early_config.pluginmanager.register(trace, "histcore-trace")
+        trace.start()
+    if options.histcore_install:
+        _install()
+
+
+def _install() -> None:
+    import warnings
+
+    import histcore.openai_agents as accelerator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        installation = accelerator.install()
+    if not installation.supported or installation.skipped:
+        raise pytest.UsageError(
+            f"histcore.openai_agents.install() on openai-agents {installation.sdk_version}: "
+            f"supported={installation.supported}, left unreplaced: {installation.skipped}"
+        )
+    import histcore
+
+    sys.stderr.write(
+        f"histcore_sdk_plugin: install() replaced {len(installation.replaced)} bindings "
+        f"(histcore {histcore.__version__}, engine {histcore.BACKEND}, "
+        f"openai-agents {installation.sdk_version})\n"
+    )
+
+
+# --- outcomes ----------------------------------------------------------------------
+
+
+class _Outcomes:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.reports: dict[str, dict[str, Any]] = {}
+        self.collect_errors: list[str] = []
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when in _PHASES:
+            phases = self.reports.setdefault(report.nodeid, {})
+            phases[report.when] = (report.outcome, hasattr(report, "wasxfail"))
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors.append(report.nodeid)
+
+    @staticmethod
+    def outcome(phases: dict[str, tuple[str, bool]]) -> str:
+        setup = phases.get("setup", ("passed", False))
+        call = phases.get("call")
+        teardown = phases.get("teardown", ("passed", False))
+        if setup[0] == "failed":
+            return "error"
+        if setup[0] == "skipped":
+            return "xfailed" if setup[1] else "skipped"
+        if call is not None:
+            if call[0] == "failed":
+                return "failed"
+            if call[0] == "skipped":
+                return "xfailed" if call[1] else "skipped"
+            if call[1]:
+                return "xpassed"
+        if teardown[0] == "failed":
+            return "error"
+        return "passed" if call is not None else "error"
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        result = {nodeid: self.outcome(phases) for nodeid, phases in self.reports.items()}
+        for nodeid in self.collect_errors:
+            result[nodeid or "<session>"] = "collect-error"
+        with open(self.path, "w", encoding="utf-8") as handle:
+            json.dump(dict(sorted(result.items())), handle, indent=0)
+            handle.write("\n")
+
+
+# --- tracing -----------------------------------------------------------------------
+
+
+class _RecordingModule:
+    """A module stand-in that notes every call of one of its functions, then makes it."""
+
+    def __init__(self, real: types.ModuleType, note: Any) -> None:
+        self._real = real
+        self._note = note
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._real, name)
+        if callable(value) and not isinstance(value, type):
+            self._note()
+        return value
+
+
+def _recording(original: Any, note: Any) -> Any:
+    if isinstance(original, types.ModuleType):
+        return _RecordingModule(original, note)
+    import functools
+
+    if inspect.iscoroutinefunction(original):
+
+        @functools.wraps(original)
+        async def recording_async(*args: Any, **kwargs: Any) -> Any:
+            note()
+            return await original(*args, **kwargs)
+
+        return recording_async
+
+    @functools.wraps(original)
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        note()
+        return original(*args, **kwargs)
+
+    return recording
+
+
+class _Trace:
+    """Rebinds every name ``install()`` would replace (with the machinery install()
+    uses, so every module that imported a helper is covered) to a wrapper that notes
+    the test file running, then calls the SDK's own object."""
+
+    def __init__(self, path: str) -> None:
+        # pytest-xdist names each worker in its environment before pytest starts there.
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        self.path = f"{path}.{worker}" if worker else path
+        self.current: str | None = None
+        self.reached: set[str] = set()
+
+    def note(self) -> None:
+        if self.current is not None:
+            self.reached.add(self.current)
+
+    def start(self) -> None:
+        from histcore.openai_agents import _patches
+        from histcore.openai_agents._watch import Watch
+
+        for group in _patches.GROUPS:
+            module = importlib.import_module(group.module)
+            planned = []
+            for target in group.targets:
+                original = getattr(module, target.attr)
+                planned.append(
+                    _patches.Planned(target, original, _recording(original, self.note), Watch([]))
+                )
+            _patches.bind(group, planned)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        self.current = item.nodeid.split("::", 1)[0]
+        yield
+        self.current = None
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        with open(self.path, "w", encoding="utf-8") as handle:
+            handle.writelines(f"{path}\n" for path in sorted(self.reached))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    outcomes = config.getoption("histcore_outcomes")
+    if outcomes and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Outcomes(os.path.abspath(outcomes)), "histcore-outcomes")

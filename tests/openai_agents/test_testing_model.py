@@ -1,0 +1,109 @@
+"""``histcore.openai_agents.testing.ScriptedModel`` on the installed SDK release."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
+)
+
+from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
+from agents.models.fake_id import FAKE_RESPONSES_ID  # noqa: E402
+from agents.models.interface import Model  # noqa: E402
+
+import histcore.openai_agents as accelerator  # noqa: E402
+from histcore.cli.bench import sdk_conversation  # noqa: E402
+from histcore.openai_agents.testing import ScriptedModel  # noqa: E402
+
+CONFIG = RunConfig(tracing_disabled=True)
+
+
+@function_tool
+def lookup(city: str) -> str:
+    """Look up the weather in a city."""
+    return f"sunny in {city}"
+
+
+def agent(model: ScriptedModel) -> Agent[Any]:
+    return Agent(name="assistant", instructions="Answer briefly.", model=model, tools=[lookup])
+
+
+def test_is_the_sdk_model_interface_and_the_one_the_bench_uses() -> None:
+    assert issubclass(ScriptedModel, Model)
+    assert sdk_conversation.ScriptedModel is ScriptedModel
+
+
+def test_calls_the_tool_once_per_part_then_answers() -> None:
+    model = ScriptedModel()
+    result = asyncio.run(Runner.run(agent(model), "Paris and Rome", run_config=CONFIG))
+    assert result.final_output == "answer 2: saw 6 items, last call call_1_1"
+    assert model.responses == 2
+    first, second = (json.loads(text) for text in model.inputs)
+    assert first == [{"role": "user", "content": "Paris and Rome"}]
+    outputs = [item["output"] for item in second if item.get("type") == "function_call_output"]
+    assert outputs == ["sunny in Paris", "sunny in Rome"]
+    calls = [item for item in second if item.get("type") == "function_call"]
+    arguments = [json.loads(call["arguments"]) for call in calls]
+    assert arguments == [{"city": "Paris"}, {"city": "Rome"}]
+
+
+def test_streamed_run_gives_the_same_conversation() -> None:
+    plain, streamed = ScriptedModel(), ScriptedModel()
+    expected = asyncio.run(Runner.run(agent(plain), "Oslo and Lima", run_config=CONFIG))
+
+    async def stream() -> Any:
+        run = Runner.run_streamed(agent(streamed), "Oslo and Lima", run_config=CONFIG)
+        kinds = [event.type async for event in run.stream_events()]
+        return run.final_output, kinds
+
+    final_output, kinds = asyncio.run(stream())
+    assert final_output == expected.final_output
+    assert streamed.inputs == plain.inputs
+    assert "run_item_stream_event" in kinds
+
+
+def test_placeholder_ids_and_options() -> None:
+    model = ScriptedModel(record=False, tool_name="search", argument="q", placeholder_every=1)
+    output = model.output_for("a and b")
+    assert [item.type for item in output] == ["reasoning", "function_call", "function_call"]
+    assert [getattr(item, "name", None) for item in output[1:]] == ["search", "search"]
+    assert json.loads(getattr(output[2], "arguments", "")) == {"q": "b"}
+    answer = model.output_for([{"type": "function_call_output", "call_id": "c", "output": "x"}])
+    assert answer[0].id == FAKE_RESPONSES_ID
+    assert model.inputs == [] and model.responses == 2
+    never = ScriptedModel(placeholder_every=0)
+    reply = never.output_for([{"type": "function_call_output", "call_id": "c", "output": "x"}])
+    assert reply[0].id == "msg_1"
+    with pytest.raises(ValueError, match="placeholder_every"):
+        ScriptedModel(placeholder_every=-1)
+
+
+def test_plain_and_installed_runs_match_on_a_session(tmp_path: Any) -> None:
+    """The use it is made for: one conversation without and with install()."""
+
+    def converse(path: str) -> tuple[list[str], list[str], list[Any]]:
+        async def run() -> tuple[list[str], list[str], list[Any]]:
+            model = ScriptedModel()
+            session = SQLiteSession("s", path)
+            try:
+                outputs = [
+                    str((await Runner.run(agent(model), text, session=session)).final_output)
+                    for text in ("Paris", "Rome and Oslo", "Lima")
+                ]
+                return outputs, model.inputs, await session.get_items()
+            finally:
+                session.close()
+
+        return asyncio.run(run())
+
+    accelerator.uninstall()
+    plain = converse(str(tmp_path / "plain.db"))
+    with accelerator.installed():
+        installed = converse(str(tmp_path / "installed.db"))
+    assert installed == plain
+    assert plain[0][-1].startswith("answer 6:")
