@@ -2,7 +2,8 @@
 
 suite.py files LISTS_DIR VERSION SDK_DIR     test files to run, one per line
 suite.py write-list LISTS_DIR VERSION TRACE...  merge trace files into the list
-suite.py compare PLAIN.json INSTALLED.json   print counts; exit 1 on a changed outcome
+suite.py compare PLAIN.json INSTALLED.json [CHANGED.txt]   print counts; exit 1 on a
+    changed outcome (and write the changed test ids to CHANGED.txt)
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def _counts(outcomes: dict[str, str]) -> str:
     return f"{len(outcomes)} tests: " + ", ".join(parts)
 
 
-def compare(plain_path: Path, installed_path: Path) -> int:
+def compare(plain_path: Path, installed_path: Path, changed_path: Path | None = None) -> int:
     plain, installed = _load(plain_path), _load(installed_path)
     print(f"  plain:     {_counts(plain)}")
     print(f"  installed: {_counts(installed)}")
@@ -121,6 +122,8 @@ def compare(plain_path: Path, installed_path: Path) -> int:
     print(f"  changed outcomes: {len(changed)}")
     for nodeid, before, after in changed:
         print(f"    {nodeid}: {before} -> {after}")
+    if changed_path is not None:
+        changed_path.write_text("".join(f"{nodeid}\n" for nodeid, _, _ in changed))
     return 1 if changed else 0
 
 
@@ -129,8 +132,8 @@ def main(argv: list[str]) -> int:
         return files(Path(argv[1]), argv[2], Path(argv[3]))
     if len(argv) >= 3 and argv[0] == "write-list":
         return write_list(Path(argv[1]), argv[2], [Path(p) for p in argv[3:]])
-    if len(argv) == 3 and argv[0] == "compare":
-        return compare(Path(argv[1]), Path(argv[2]))
+    if len(argv) in (3, 4) and argv[0] == "compare":
+        return compare(Path(argv[1]), Path(argv[2]), Path(argv[3]) if len(argv) == 4 else None)
     print(__doc__, file=sys.stderr)
     return 2
 
