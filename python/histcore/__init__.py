@@ -6,7 +6,14 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _distribution_version
 from typing import TYPE_CHECKING, Any
 
-from histcore.engine.backend import BACKEND
+try:
+    from histcore.engine.backend import BACKEND
+except ImportError as _error:  # a bad HISTCORE_BACKEND, or HISTCORE_BACKEND=rust without it
+    from histcore import _command_line
+
+    if _command_line.is_command_line():
+        _command_line.exit_with(_error)
+    raise
 from histcore.engine.items import (
     MAX_DEPTH,
     canonical_json,

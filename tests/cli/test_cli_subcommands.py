@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,22 @@ def test_bench_openai_agents_runs_a_small_conversation(
     assert main([*args, "--json", str(out_path)]) == 0
     assert "SDK conversation turn" in capsys.readouterr().out
     assert json.loads(out_path.read_text())
+
+
+@pytest.mark.parametrize(
+    "command", [["-m", "histcore", "doctor", "x.db"], ["-m", "histcore", "bench"]]
+)
+def test_an_invalid_backend_is_one_line_not_a_traceback(command: list[str]) -> None:
+    env = {**os.environ, "HISTCORE_BACKEND": "fastest"}
+    done = subprocess.run(
+        [sys.executable, *command], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "histcore: error: HISTCORE_BACKEND must be one of auto, rust, python, not 'fastest'\n"
+    )
+    # A program importing histcore still gets the ImportError.
+    imported = subprocess.run(
+        [sys.executable, "-c", "import histcore"], env=env, capture_output=True, text=True
+    )
+    assert imported.returncode == 1 and "ImportError: HISTCORE_BACKEND must be" in imported.stderr
