@@ -25,13 +25,16 @@ from tests.support.strategies import (
     ClaimingStr,
     CountingIndex,
     DumpRaises,
+    DynamicModel,
     Effect,
     GetRaises,
     LyingDict,
+    LyingIterable,
     LyingList,
     LyingTuple,
     RaisingKey,
     call,
+    effect_recipes,
     once,
     output,
     reasoning,
@@ -381,6 +384,7 @@ CASES: dict[str, Make] = {
         [call("c0"), output("c0"), reasoning("r"), call("c1")]
     ),
     "lying tuple of items": lambda: LyingTuple((call("c0"), reasoning("r"), call("c1"))),
+    "lying iterable of items": lambda: LyingIterable([call("c0"), output("c0"), call("c1")]),
     "lying lists inside items": lambda: [
         {"type": "x", "payload": LyingList([1, [2], "3"]), "t": LyingTuple((1, (2,)))},
         {"type": LyingList(["function_call"]), "id": "i"},
@@ -399,6 +403,11 @@ CASES: dict[str, Make] = {
     "__deepcopy__ changes the dict being copied": _copy_changes_the_dict,
     "__deepcopy__ grows the list being copied": _copy_grows_the_list,
     "models among new items": _models_in_new_items,
+    "model_dump found through __getattr__": lambda: [
+        DynamicModel(call("c0")),
+        DynamicModel(output("c0")),
+        DynamicModel([1]),
+    ],
 }
 
 
@@ -433,3 +442,11 @@ def test_long_integer_scan_of_subclasses(pure: ModuleType, core: ModuleType) -> 
 def test_generated_user_types(pure: ModuleType, core: ModuleType, items: Any) -> None:
     # These shapes change nothing when called, so both engines may share the objects.
     check(pure, core, lambda: items)
+
+
+@settings(max_examples=100, deadline=None)
+@given(make=effect_recipes())
+def test_generated_callbacks_that_change_what_is_read(
+    pure: ModuleType, core: ModuleType, make: Make
+) -> None:
+    check(pure, core, make)

@@ -681,6 +681,34 @@ def once(effect: Callable[[], None]) -> Callable[[], None]:
     return run
 
 
+class LyingIterable:
+    """An iterable (not a list) whose ``__len__`` lies."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def __iter__(self) -> Iterator[Any]:
+        note("LyingIterable.__iter__")
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        note("LyingIterable.__len__")
+        return 3
+
+
+class DynamicModel:
+    """A model whose ``model_dump`` is found through ``__getattr__`` (each lookup noted)."""
+
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+    def __getattr__(self, name: str) -> Any:
+        note(f"DynamicModel.{name}")
+        if name != "model_dump":
+            raise AttributeError(name)
+        return lambda **kwargs: self.payload
+
+
 def _lying_dict(entries: dict[Any, Any]) -> LyingDict:
     made = LyingDict()
     for key, value in entries.items():
@@ -773,3 +801,71 @@ def user_type_histories(draw: st.DrawFn, max_size: int = 10) -> Any:
     if shape == 1:
         return LyingTuple(items)
     return items
+
+
+_EFFECT_FIELDS = ("type", "call_id", "status", "role", "added")
+_EFFECT_VALUES = ("function_call", "function_call_output", "reasoning", "shell_call", "c0", None)
+
+
+def _effect_action(
+    items: list[Any], action: str, target: int, field: str, value: Any, template: Any
+) -> Callable[[], None]:
+    def run() -> None:
+        if not items and action != "append":
+            return
+        at = target % len(items) if items else 0
+        if action == "set field" and isinstance(items[at], dict):
+            items[at][field] = value
+        elif action == "delete field" and isinstance(items[at], dict):
+            items[at].pop(field, None)
+        elif action == "append":
+            items.append(copy.deepcopy(template))
+        elif action == "pop":
+            items.pop()
+        elif action == "replace":
+            items[at] = copy.deepcopy(template)
+
+    return run
+
+
+@st.composite
+def effect_recipes(draw: st.DrawFn) -> Callable[[], list[Any]]:
+    """A builder of fresh SDK-shaped lists holding callbacks that change the list or its
+    items while the engines read them: a ``model_dump``, the ``__eq__`` of a key met in
+    a field lookup, the ``__str__`` of a key or value, a ``__deepcopy__`` (each runs its
+    change once). Build one list per engine: the callbacks change it."""
+    templates = draw(sdk_histories(max_size=6))
+    effects = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["model_dump", "key met in a lookup", "key", "value"]),
+                st.sampled_from(["set field", "delete field", "append", "pop", "replace"]),
+                st.integers(0, 9),
+                st.integers(0, 9),
+                st.sampled_from(_EFFECT_FIELDS),
+                st.sampled_from(_EFFECT_VALUES),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    spare = draw(_SDK_ITEMS)
+
+    def build() -> list[Any]:
+        items = copy.deepcopy(templates)
+        for tag, (where, action, host, target, field, value) in enumerate(effects):
+            effect = once(_effect_action(items, action, target, field, value, spare))
+            position = host % (len(items) + 1)
+            host_item = items[position] if position < len(items) else None
+            if where == "model_dump" or not isinstance(host_item, dict):
+                made = Effect(effect, payload=copy.deepcopy(spare), tag=f"dump {tag}")
+                items.insert(position, made)
+            elif where == "key met in a lookup":
+                host_item[Effect(effect, hash_as=field, tag=f"lookup {tag}")] = 1
+            elif where == "key":
+                host_item[Effect(effect, tag=f"key {tag}")] = 1
+            else:
+                host_item["payload"] = [1, Effect(effect, tag=f"value {tag}"), {"k": 2}]
+        return items
+
+    return build
