@@ -454,7 +454,8 @@ class LyingList(list[Any]):
 
     def __iter__(self) -> Iterator[Any]:
         note("LyingList.__iter__")
-        return reversed(list.copy(self))
+        members: list[Any] = list.copy(self)
+        return iter(members[::-1])
 
     def __getitem__(self, index: Any) -> Any:
         note(f"LyingList[{index!r}]")
@@ -474,7 +475,8 @@ class LyingTuple(tuple[Any, ...]):
 
     def __iter__(self) -> Iterator[Any]:
         note("LyingTuple.__iter__")
-        return reversed(tuple(tuple.__iter__(self)))
+        members: list[Any] = list(tuple.__iter__(self))
+        return iter(members[::-1])
 
 
 class ClaimingStr(str):
@@ -753,7 +755,7 @@ _SDK_ITEMS = sdk_items()
 @st.composite
 def user_type_items(draw: st.DrawFn) -> Any:
     """An SDK-shaped item whose fields, keys or container hold user-defined types."""
-    item = draw(_SDK_ITEMS)
+    item: dict[Any, Any] = draw(_SDK_ITEMS)
     if "type" in item and draw(st.integers(0, 2)) == 0:
         item["type"] = ClaimingStr(item["type"])
     for field in ("call_id", "id", "status"):
@@ -852,7 +854,7 @@ def effect_recipes(draw: st.DrawFn) -> Callable[[], list[Any]]:
     spare = draw(_SDK_ITEMS)
 
     def build() -> list[Any]:
-        items = copy.deepcopy(templates)
+        items: list[Any] = copy.deepcopy(templates)
         for tag, (where, action, host, target, field, value) in enumerate(effects):
             effect = once(_effect_action(items, action, target, field, value, spare))
             position = host % (len(items) + 1)
