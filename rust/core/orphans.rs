@@ -1,7 +1,10 @@
 //! Orphan-call pruning over per-item facts (the rules of `drop_orphan_function_calls`).
 //!
 //! `py::orphans` reads each item once into an [`ItemFacts`] (strings numbered to ids); the
-//! passes here are plain Rust and linear in the number of items.
+//! passes here are plain Rust and linear in the number of items. For Python items only str
+//! values name a type or a status (docs/design.md, "User-defined types"), so the binding
+//! never makes an opaque fact and runs the rules with [`NoOracle`]; opaque facts and the
+//! [`Oracle`] serve callers whose values compare in other ways.
 
 use super::keys::{CallFamily, ItemType};
 use super::strings::Strings;
@@ -13,8 +16,8 @@ pub enum TypeFact {
     Str(ItemType),
     /// None, or a builtin value that never equals a `str`.
     NeverEqual,
-    /// Any other object: each comparison is asked of the [`Oracle`] when the rules reach
-    /// it, as the pure twin evaluates it (user `__eq__` may do anything).
+    /// A value whose comparisons only the caller can answer: each one is asked of the
+    /// [`Oracle`] when the rules reach it.
     Opaque,
 }
 
@@ -133,7 +136,7 @@ impl<O: Oracle> Asker<'_, O> {
 }
 
 impl<O: Oracle> Asker<'_, O> {
-    /// The program that issued the item (the pure twin's `_program_caller_id`).
+    /// The program that issued the item (the pure twin's `_Facts.program_owner`).
     fn program_owner(&mut self, index: usize, facts: &ItemFacts) -> Result<Option<u32>, O::Error> {
         if facts.caller_type_opaque
             && !self
@@ -181,8 +184,8 @@ impl FamilySets {
 }
 
 /// Indexes of the items kept by orphan pruning, in order. String ids in the facts are
-/// below `id_count`. Comparisons with opaque values are asked of `oracle` at the point
-/// where the pure twin makes them.
+/// below `id_count`. Comparisons with opaque values are asked of `oracle` where the rules
+/// make them.
 ///
 /// The rules run as six passes over the items, methods of `Passes` named like the
 /// helpers of the pure twin and run in the same order: `completed_and_retained_owners`,

@@ -20,9 +20,13 @@ fn type_name(value: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// The items of a list argument (the pure twin's `_as_list`): an exact list is read in
-/// place (no copy: at 10^5 items a snapshot costs as much as a pass), any other iterable
+/// place (no copy: at 10^5 items a snapshot costs as much as a pass), a list or tuple
+/// subclass is copied as it stands (its own methods are not called), any other iterable
 /// is materialised with `list()`; str, bytes, bytearray, dict and non-iterables are
 /// rejected.
+///
+/// A list read in place may be changed by user code the call runs (`model_dump`, ...):
+/// every read checks its size is still the one it had, and raises RuntimeError if not.
 pub struct Items<'py> {
     list: Bound<'py, PyList>,
     len: usize,
@@ -30,28 +34,31 @@ pub struct Items<'py> {
 
 impl<'py> Items<'py> {
     pub fn of(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
+        let py = value.py();
         let list = if value.is_exact_instance_of::<PyList>() {
             // SAFETY: `value` was just checked to be an exact `list`, so it is a `PyList`.
             unsafe { value.cast_unchecked::<PyList>() }.clone()
+        } else if let Ok(list) = value.cast::<PyList>() {
+            // A subclass: what it holds (`PyList_GetSlice` reads the storage and returns a
+            // new exact list).
+            list.get_slice(0, list.len())
+        } else if let Ok(tuple) = value.cast::<PyTuple>() {
+            PyList::new(py, tuple.iter())?
         } else {
             let rejected = value.is_instance_of::<PyString>()
                 || value.is_instance_of::<PyBytes>()
                 || value.is_instance_of::<PyByteArray>()
                 || value.is_instance_of::<PyDict>();
-            if !value.is_instance_of::<PyList>() && (rejected || !is_iterable(value)?) {
+            if rejected || !is_iterable(value)? {
                 return Err(PyTypeError::new_err(format!(
                     "{name} must be a list of items, not {}",
                     type_name(value)?
                 )));
             }
-            // SAFETY: `value` is a live object (we hold a reference to it and the GIL), which
-            // is all `PySequence_List` asks; it returns a new reference or NULL with an
-            // exception set.
-            let list = unsafe { ffi::PySequence_List(value.as_ptr()) };
-            // SAFETY: `list` is that new reference (owned from here on) or NULL, which
-            // `from_owned_ptr_or_err` turns into the pending exception; a non-NULL result
-            // of `PySequence_List` is always a new exact `list`.
-            unsafe { Bound::from_owned_ptr_or_err(value.py(), list)?.cast_into_unchecked() }
+            // Exactly `list(value)`, as the pure twin calls it.
+            py.get_type::<PyList>()
+                .call1((value,))?
+                .cast_into::<PyList>()?
         };
         let len = list.len();
         Ok(Items { list, len })
@@ -65,11 +72,21 @@ impl<'py> Items<'py> {
         self.len
     }
 
-    /// The item at `index` (a new reference; bounds-checked, so a list that user code
-    /// shrank under us raises instead of misbehaving).
+    /// The item at `index` (a new reference); RuntimeError when user code changed the
+    /// size of the list since the call began (the pure twin's `_read`).
     #[inline]
     pub fn get(&self, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        self.check_size()?;
         self.list.get_item(index)
+    }
+
+    fn check_size(&self) -> PyResult<()> {
+        if self.list.len() != self.len {
+            return Err(PyRuntimeError::new_err(
+                "the list of items changed size during the call",
+            ));
+        }
+        Ok(())
     }
 
     pub fn iter(&self) -> impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + '_ {
@@ -85,11 +102,7 @@ impl<'py> Items<'py> {
 
     /// A new list of the items at `indexes`.
     pub fn pick(&self, indexes: &[usize]) -> PyResult<Bound<'py, PyList>> {
-        if self.list.len() != self.len {
-            return Err(PyRuntimeError::new_err(
-                "the list of items changed size during the call",
-            ));
-        }
+        self.check_size()?;
         new_list(self.list.py(), indexes.len(), |slot| {
             self.get(indexes[slot])
         })

@@ -1,8 +1,11 @@
 //! Walks Python values into the canonical writer (`core::canonical`).
 //!
 //! Exact builtin types are dispatched first by type pointer; subclasses then follow the
-//! pure twin's `isinstance` order. One output buffer and one entry buffer per nesting level
-//! are reused across items.
+//! pure twin's `isinstance` order, and are read by what they hold, never through methods
+//! they override (docs/design.md, "User-defined types"). A dict's entries and a list's
+//! members are read at once when the walk reaches them, before any user code (`str()` of
+//! a key or value) runs. One output buffer, and one entry buffer and one member buffer per
+//! nesting level, are reused across items.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -68,6 +71,8 @@ pub struct Encoder<'py> {
     out: Vec<u8>,
     /// Entry buffers of dicts being encoded, one per depth.
     entry_pools: Vec<Vec<Entry<'py>>>,
+    /// Member buffers of lists being encoded, one per depth.
+    member_pools: Vec<Vec<Bound<'py, PyAny>>>,
     /// Positions (in the current entry buffer) whose non-str keys still need `str()`.
     deferred_keys: Vec<(usize, Bound<'py, PyAny>)>,
     int_repr: Option<Bound<'py, PyAny>>,
@@ -79,6 +84,7 @@ impl<'py> Encoder<'py> {
             py,
             out: Vec::with_capacity(4096),
             entry_pools: Vec::new(),
+            member_pools: Vec::new(),
             deferred_keys: Vec::new(),
             int_repr: None,
         }
@@ -96,14 +102,12 @@ impl<'py> Encoder<'py> {
         if value.is_exact_instance_of::<PyString>() {
             canonical::write_string(&mut self.out, str_bytes(value)?.as_bytes());
         } else if value.is_exact_instance_of::<PyDict>() {
-            self.dict(value, depth, top, true)?;
+            self.dict(value, depth, top)?;
         } else if value.is_exact_instance_of::<PyInt>() {
             self.int(value)?;
         } else if value.is_exact_instance_of::<PyList>() {
-            self.check_depth(depth)?;
             // SAFETY: `value` was just checked to be an exact `list`.
-            let list = unsafe { value.cast_unchecked::<PyList>() };
-            self.sequence(list.iter().map(Ok), depth)?;
+            self.list(unsafe { value.cast_unchecked::<PyList>() }, depth)?;
         } else if value.is_none() {
             canonical::write_constant(&mut self.out, None);
         } else if value.is(PyBool::new(self.py, true)) {
@@ -113,10 +117,8 @@ impl<'py> Encoder<'py> {
         } else if value.is_exact_instance_of::<PyFloat>() {
             self.float(value)?;
         } else if value.is_exact_instance_of::<PyTuple>() {
-            self.check_depth(depth)?;
             // SAFETY: `value` was just checked to be an exact `tuple`.
-            let tuple = unsafe { value.cast_unchecked::<PyTuple>() };
-            self.sequence(tuple.iter().map(Ok), depth)?;
+            self.tuple(unsafe { value.cast_unchecked::<PyTuple>() }, depth)?;
         } else {
             self.subclass_or_other(value, depth, top)?;
         }
@@ -137,10 +139,11 @@ impl<'py> Encoder<'py> {
         } else if value.is_instance_of::<PyFloat>() {
             self.float(value)?;
         } else if value.is_instance_of::<PyDict>() {
-            self.dict(value, depth, top, false)?;
-        } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
-            self.check_depth(depth)?;
-            self.sequence(value.try_iter()?, depth)?;
+            self.dict(value, depth, top)?;
+        } else if let Ok(list) = value.cast::<PyList>() {
+            self.list(list, depth)?;
+        } else if let Ok(tuple) = value.cast::<PyTuple>() {
+            self.tuple(tuple, depth)?;
         } else {
             let text = value.str()?;
             canonical::write_string(&mut self.out, str_bytes(text.as_any())?.as_bytes());
@@ -199,65 +202,82 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
-    fn sequence(
-        &mut self,
-        members: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>,
-        depth: usize,
-    ) -> PyResult<()> {
+    /// A list (or list subclass, by what it holds), its members read at once: `str()` of a
+    /// member may change the list, and must not change what is encoded.
+    fn list(&mut self, list: &Bound<'py, PyList>, depth: usize) -> PyResult<()> {
+        self.check_depth(depth)?;
+        if self.member_pools.len() <= depth {
+            self.member_pools.resize_with(depth + 1, Vec::new);
+        }
+        let mut members = std::mem::take(&mut self.member_pools[depth]);
+        // Nothing runs Python code while the members are taken.
+        members.extend(list.iter());
+        let result = self.sequence(&members, depth);
+        members.clear();
+        self.member_pools[depth] = members;
+        result
+    }
+
+    /// A tuple (or tuple subclass, by what it holds); it cannot change.
+    fn tuple(&mut self, tuple: &Bound<'py, PyTuple>, depth: usize) -> PyResult<()> {
+        self.check_depth(depth)?;
         self.out.push(b'[');
-        let mut first = true;
-        for member in members {
-            if !first {
+        for (position, member) in tuple.iter().enumerate() {
+            if position > 0 {
                 self.out.push(b',');
             }
-            first = false;
-            self.value(&member?, depth + 1, false)?;
+            self.value(&member, depth + 1, false)?;
         }
         self.out.push(b']');
         Ok(())
     }
 
-    fn dict(
-        &mut self,
-        value: &Bound<'py, PyAny>,
-        depth: usize,
-        top: bool,
-        exact: bool,
-    ) -> PyResult<()> {
+    fn sequence(&mut self, members: &[Bound<'py, PyAny>], depth: usize) -> PyResult<()> {
+        self.out.push(b'[');
+        for (position, member) in members.iter().enumerate() {
+            if position > 0 {
+                self.out.push(b',');
+            }
+            self.value(member, depth + 1, false)?;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    /// A dict (or dict subclass, by what it holds, as `dict.items` reads it).
+    fn dict(&mut self, value: &Bound<'py, PyAny>, depth: usize, top: bool) -> PyResult<()> {
         self.check_depth(depth)?;
         if self.entry_pools.len() <= depth {
             self.entry_pools.resize_with(depth + 1, Vec::new);
         }
         let mut entries = std::mem::take(&mut self.entry_pools[depth]);
-        let result = self
-            .dict_entries(value, top, exact, &mut entries)
-            .and_then(|()| {
-                // Stable, so keys that read the same (`1` and `"1"`) keep their dict order.
-                entries.sort_by(key_order);
-                self.out.push(b'{');
-                for (position, entry) in entries.iter().enumerate() {
-                    if position > 0 {
-                        self.out.push(b',');
-                    }
-                    canonical::write_string(&mut self.out, entry.key.as_ref());
-                    self.out.push(b':');
-                    self.value(&entry.value, depth + 1, false)?;
+        let result = self.dict_entries(value, top, &mut entries).and_then(|()| {
+            // Stable, so keys that read the same (`1` and `"1"`) keep their dict order.
+            entries.sort_by(key_order);
+            self.out.push(b'{');
+            for (position, entry) in entries.iter().enumerate() {
+                if position > 0 {
+                    self.out.push(b',');
                 }
-                self.out.push(b'}');
-                Ok(())
-            });
+                canonical::write_string(&mut self.out, entry.key.as_ref());
+                self.out.push(b':');
+                self.value(&entry.value, depth + 1, false)?;
+            }
+            self.out.push(b'}');
+            Ok(())
+        });
         entries.clear();
         self.entry_pools[depth] = entries;
         result
     }
 
     /// Collects `(key text, value)` pairs; non-str keys get `str()` only after the dict has
-    /// been read, so user code never runs during the dict walk.
+    /// been read, so user code never runs during the dict walk. Only str keys (by their
+    /// text) are metadata keys.
     fn dict_entries(
         &mut self,
         value: &Bound<'py, PyAny>,
         top: bool,
-        exact: bool,
         entries: &mut Vec<Entry<'py>>,
     ) -> PyResult<()> {
         self.deferred_keys.clear();
@@ -273,39 +293,33 @@ impl<'py> Encoder<'py> {
             }
             Ok(())
         };
-        if exact {
-            let mut position: ffi::Py_ssize_t = 0;
-            let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-            let mut member: *mut ffi::PyObject = std::ptr::null_mut();
-            // The plain C walk (no size check per step): nothing in this loop runs Python
-            // code, so the dict cannot change under it.
-            // SAFETY: `value` is a live exact dict (the caller checked) and the three
-            // out-pointers are valid places to write; `PyDict_Next` bounds-checks
-            // `position` against the dict's table on every call.
-            while unsafe {
-                ffi::PyDict_Next(
-                    value.as_ptr(),
-                    &raw mut position,
-                    &raw mut key,
-                    &raw mut member,
+        let mut position: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut member: *mut ffi::PyObject = std::ptr::null_mut();
+        // The plain C walk (no size check per step): nothing in this loop runs Python code,
+        // so the dict cannot change under it.
+        // SAFETY: `value` is a live dict or dict subclass (the caller checked; the walk
+        // reads its storage, as `dict.items` does) and the three out-pointers are valid
+        // places to write; `PyDict_Next` bounds-checks `position` against the dict's table
+        // on every call.
+        while unsafe {
+            ffi::PyDict_Next(
+                value.as_ptr(),
+                &raw mut position,
+                &raw mut key,
+                &raw mut member,
+            )
+        } != 0
+        {
+            // SAFETY: a successful `PyDict_Next` yields borrowed, non-NULL pointers to live
+            // objects; both become owned references before anything else runs.
+            let (key, member) = unsafe {
+                (
+                    Bound::from_borrowed_ptr(self.py, key),
+                    Bound::from_borrowed_ptr(self.py, member),
                 )
-            } != 0
-            {
-                // SAFETY: a successful `PyDict_Next` yields borrowed, non-NULL pointers to
-                // live objects; both become owned references before anything else runs.
-                let (key, member) = unsafe {
-                    (
-                        Bound::from_borrowed_ptr(self.py, key),
-                        Bound::from_borrowed_ptr(self.py, member),
-                    )
-                };
-                push(key, member)?;
-            }
-        } else {
-            for pair in value.call_method0(intern!(self.py, "items"))?.try_iter()? {
-                let (key, member) = pair?.extract::<(Bound<'py, PyAny>, Bound<'py, PyAny>)>()?;
-                push(key, member)?;
-            }
+            };
+            push(key, member)?;
         }
         if self.deferred_keys.is_empty() {
             return Ok(());

@@ -1,10 +1,12 @@
 //! Reading item facts out of Python objects: the payload an item stands for, dict field
 //! access, and the dedupe key of an item (orphan-pruning facts are read in `orphans`).
 //!
-//! Field lookups in exact dicts return *borrowed* references (no reference counting, no
-//! write to the value's memory). Such a reference is read at once (type check, UTF-8
-//! bytes copied out) and never held across another Python call; whatever may run user
-//! code (truthiness, `str()`, comparisons, subclass methods) works on an owned reference.
+//! Dicts, dict subclasses included, are read by what they hold (`dict.get`), never through
+//! methods a subclass overrides (docs/design.md, "User-defined types"). Field lookups
+//! return *borrowed* references (no reference counting, no write to the value's memory).
+//! Such a reference is read at once (type check, UTF-8 bytes copied out) and never held
+//! across another Python call; whatever may run user code (the truth value and `str()` of
+//! a `type` that is not a str) works on an owned reference.
 
 use std::ops::Deref;
 
@@ -71,31 +73,21 @@ impl<'py> Reader<'py> {
     }
 }
 
-/// A field value: borrowed from an exact dict (valid until Python code runs), or owned
-/// (from a dict subclass's `get`).
-pub enum FieldValue<'a, 'py> {
-    Borrowed(Borrowed<'a, 'py, PyAny>),
-    Owned(Bound<'py, PyAny>),
-}
+/// A field value borrowed from a dict: valid until Python code runs.
+pub struct FieldValue<'a, 'py>(Borrowed<'a, 'py, PyAny>);
 
 impl<'py> Deref for FieldValue<'_, 'py> {
     type Target = Bound<'py, PyAny>;
 
     fn deref(&self) -> &Bound<'py, PyAny> {
-        match self {
-            Self::Borrowed(value) => value,
-            Self::Owned(value) => value,
-        }
+        &self.0
     }
 }
 
 impl<'py> FieldValue<'_, 'py> {
     /// An owned reference, needed before any call that may run user code.
     pub fn into_owned(self) -> Bound<'py, PyAny> {
-        match self {
-            Self::Borrowed(value) => value.to_owned(),
-            Self::Owned(value) => value,
-        }
+        self.0.to_owned()
     }
 }
 
@@ -105,11 +97,10 @@ pub fn is_str(value: &Bound<'_, PyAny>) -> bool {
     value.is_exact_instance_of::<PyString>() || value.is_instance_of::<PyString>()
 }
 
-/// A payload known to be a dict; exact dicts are read directly, subclasses through their
-/// own `get` method (as the pure twin does).
+/// A payload known to be a dict (or dict subclass, read as `dict.get` reads it: the pure
+/// twin's `dict.get(payload, key)`).
 pub struct DictPayload<'py> {
     dict: Bound<'py, PyAny>,
-    exact: bool,
 }
 
 impl<'py> DictPayload<'py> {
@@ -119,52 +110,34 @@ impl<'py> DictPayload<'py> {
 
     /// `value` as a dict payload, or None when it is not a dict.
     pub fn of(value: Bound<'py, PyAny>) -> Option<Self> {
-        if value.is_exact_instance_of::<PyDict>() {
-            Some(DictPayload {
-                dict: value,
-                exact: true,
-            })
-        } else if value.is_instance_of::<PyDict>() {
-            Some(DictPayload {
-                dict: value,
-                exact: false,
-            })
-        } else {
-            None
-        }
+        value
+            .is_instance_of::<PyDict>()
+            .then_some(DictPayload { dict: value })
     }
 
-    /// `dict.get(key)`, with a stored None reported as missing.
+    /// `dict.get(payload, key)`, with a stored None reported as missing.
     #[inline]
     pub fn lookup(&self, key: &Bound<'py, PyString>) -> PyResult<Option<FieldValue<'_, 'py>>> {
         let py = key.py();
-        let value = if self.exact {
-            // SAFETY: `self.dict` is a live exact dict and `key` a live `str`. The call
-            // returns a reference borrowed from the dict, or NULL when the key is missing
-            // or the lookup raised (a stored key's `__eq__` may).
-            let found = unsafe { ffi::PyDict_GetItemWithError(self.dict.as_ptr(), key.as_ptr()) };
-            if found.is_null() {
-                // Missing keys are the common case: check for an error before fetching one.
-                // SAFETY: we hold the GIL; this only reads the thread's exception state.
-                if unsafe { ffi::PyErr_Occurred() }.is_null() {
-                    return Ok(None);
-                }
-                return Err(PyErr::fetch(py));
+        // SAFETY: `self.dict` is a live dict (or subclass: the call reads its storage, as
+        // `dict.get` does) and `key` a live `str`. The call returns a reference borrowed
+        // from the dict, or NULL when the key is missing or the lookup raised (a stored
+        // key's `__eq__` may).
+        let found = unsafe { ffi::PyDict_GetItemWithError(self.dict.as_ptr(), key.as_ptr()) };
+        if found.is_null() {
+            // Missing keys are the common case: check for an error before fetching one.
+            // SAFETY: we hold the GIL; this only reads the thread's exception state.
+            if unsafe { ffi::PyErr_Occurred() }.is_null() {
+                return Ok(None);
             }
-            // SAFETY: `found` is non-NULL and borrowed from the dict, which we hold. It
-            // stays valid while no Python code runs (only such code could remove it from
-            // the dict); `FieldValue::Borrowed` is read at once, and turned into an owned
-            // reference before anything that may run Python code (see the module doc).
-            FieldValue::Borrowed(unsafe { Borrowed::from_ptr(py, found) })
-        } else {
-            FieldValue::Owned(self.dict.call_method1(intern!(py, "get"), (key,))?)
-        };
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: `found` is non-NULL and borrowed from the dict, which we hold. It stays
+        // valid while no Python code runs (only such code could remove it from the dict);
+        // a `FieldValue` is read at once, and turned into an owned reference before
+        // anything that may run Python code (see the module doc).
+        let value = FieldValue(unsafe { Borrowed::from_ptr(py, found) });
         Ok((!value.is_none()).then_some(value))
-    }
-
-    /// `dict.get(key)` as an owned reference.
-    pub fn get(&self, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        Ok(self.lookup(key)?.map(FieldValue::into_owned))
     }
 
     /// Copy the text of `dict.get(key)` into `out` (cleared first) when it is a `str`.
@@ -204,7 +177,8 @@ impl ItemFields for KeyFields<'_, '_> {
         let Some(kind) = self.payload.lookup(intern!(py, "type"))? else {
             return none(text);
         };
-        if kind.is_exact_instance_of::<PyString>() {
+        if is_str(&kind) {
+            // A str (subclasses too) by its text: empty reads as missing.
             text.extend_from_slice(str_bytes(&kind)?.as_bytes());
             return if text.is_empty() {
                 none(text)
@@ -212,19 +186,15 @@ impl ItemFields for KeyFields<'_, '_> {
                 Ok(true)
             };
         }
-        // `type or None`: Python truthiness decides, then `str()` names non-str kinds.
+        // `type or None` for other values: Python truthiness decides, then `str()` names
+        // the kind.
         let kind = kind.into_owned();
         if !kind.is_truthy()? {
             return none(text);
         }
-        if kind.is_instance_of::<PyString>() {
-            text.extend_from_slice(str_bytes(&kind)?.as_bytes());
-            Ok(true)
-        } else {
-            let name = kind.str()?;
-            text.extend_from_slice(str_bytes(name.as_any())?.as_bytes());
-            Ok(false)
-        }
+        let name = kind.str()?;
+        text.extend_from_slice(str_bytes(name.as_any())?.as_bytes());
+        Ok(false)
     }
 
     fn str_field(&mut self, field: Field, text: &mut Vec<u8>) -> PyResult<bool> {

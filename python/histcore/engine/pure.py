@@ -3,6 +3,11 @@
 Every public name here has the same signature, results and exceptions as its Rust
 counterpart; ``tests/engine/test_parity.py`` and the differential tests hold both to that.
 The twin is the executable specification: when the two disagree, read this file.
+
+Values of user-defined types follow docs/design.md, "User-defined types": subclasses of
+builtins are read by what they hold (``dict.get``, ``dict.items``, ``list.copy``,
+``str.__str__``), never through methods they override; only str values name types; items
+are read one at a time, in list order; and containers are read at once when reached.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from __future__ import annotations
 import copy
 import math
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
 
 import xxhash
 
@@ -49,18 +54,48 @@ MAX_DEPTH = 256
 
 
 _REJECTED_SEQUENCES = (str, bytes, bytearray, dict)
+_CHANGED_SIZE = "the list of items changed size during the call"
 
 
 # --- argument handling -------------------------------------------------------------
 
 
 def _as_list(value: Any, name: str) -> list[Any]:
-    """Return ``value`` as a list, or raise TypeError naming the argument."""
-    if isinstance(value, list):
+    """Return ``value`` as a list, or raise TypeError naming the argument.
+
+    An exact list is read in place; a list or tuple subclass is copied as it stands (its
+    own methods are not called); any other iterable goes through ``list()``.
+    """
+    if type(value) is list:
         return value
+    if isinstance(value, list):
+        return list.copy(value)
+    if isinstance(value, tuple):
+        return list(tuple.__iter__(value))
     if isinstance(value, _REJECTED_SEQUENCES) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a list of items, not {type(value).__name__}")
     return list(value)
+
+
+def _read(items: list[Any], length: int, index: int) -> Any:
+    """``items[index]`` of a list read in place, which held ``length`` items when the call
+    began: RuntimeError if user code run meanwhile changed its size."""
+    if len(items) != length:
+        raise RuntimeError(_CHANGED_SIZE)
+    return items[index]
+
+
+def _each(items: list[Any], length: int) -> Iterator[Any]:
+    """The items of a list read in place, in order (see ``_read``)."""
+    for index in range(length):
+        yield _read(items, length, index)
+
+
+def _pick(items: list[Any], length: int, indexes: Iterable[int]) -> list[Any]:
+    """A new list of the items now at ``indexes`` (see ``_read``)."""
+    if len(items) != length:
+        raise RuntimeError(_CHANGED_SIZE)
+    return [items[index] for index in indexes]
 
 
 def _index_mask(value: Any, name: str, length: int) -> list[bool] | None:
@@ -73,17 +108,23 @@ def _index_mask(value: Any, name: str, length: int) -> list[bool] | None:
     for index in value:
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"{name} must hold ints, not {type(index).__name__}")
-        if 0 <= index < length:
-            mask[index] = True
+        position = int.__index__(index)  # the value of an int subclass, not its methods
+        if 0 <= position < length:
+            mask[position] = True
     return mask
 
 
+_NO_DUMP: Any = object()
+
+
 def _dumped(item: Any) -> Any:
-    """The item as the engine sees it: pydantic-style models become their dump."""
+    """The item as the engine sees it: pydantic-style models become their dump (the
+    attribute is looked up once)."""
     if isinstance(item, dict):
         return item
-    if hasattr(item, "model_dump"):
-        return item.model_dump(exclude_unset=True)
+    model_dump = getattr(item, "model_dump", _NO_DUMP)
+    if model_dump is not _NO_DUMP:
+        return model_dump(exclude_unset=True)
     return item
 
 
@@ -92,62 +133,76 @@ def _plain_str(value: str) -> str:
     return value if type(value) is str else str.__str__(value)
 
 
+def _str_field(payload: dict[Any, Any], name: str) -> str | None:
+    """The text of ``payload[name]`` when it is a str (or str subclass), else None."""
+    value = dict.get(payload, name)
+    return _plain_str(value) if isinstance(value, str) else None
+
+
 # --- dedupe keys ---------------------------------------------------------------------
 
 
-def _key_of(payload: Any) -> str | None:
-    if not isinstance(payload, dict):
-        return None
-    if payload.get("role") is not None:
-        return None
-    kind: Any = payload.get("type") or None
+def _kind_of(payload: dict[Any, Any]) -> tuple[str, bool]:
+    """The kind an item's dedupe key names (``type or None``), and whether it is a str:
+    a str by its text, any other value by its truth value and ``str()``."""
+    kind = dict.get(payload, "type")
     if isinstance(kind, str):
-        kind_text = _plain_str(kind)
-        if kind_text == "message":
-            return None
-    else:
-        kind_text = str(kind)
-    call_id = payload.get("call_id")
-    if isinstance(call_id, str) and isinstance(kind, str) and kind_text in CALL_AND_OUTPUT_TYPES:
-        return f"call_id:{kind_text}:{_plain_str(call_id)}"
-    item_id = payload.get("id")
-    if isinstance(item_id, str) and _plain_str(item_id) != FAKE_ID:
-        return f"id:{kind_text}:{_plain_str(item_id)}"
-    if isinstance(call_id, str):
-        return f"call_id:{kind_text}:{_plain_str(call_id)}"
-    approval_request_id = payload.get("approval_request_id")
-    if isinstance(approval_request_id, str):
-        return f"approval_request_id:{kind_text}:{_plain_str(approval_request_id)}"
-    return None
+        text = _plain_str(kind)
+        return (text, True) if text else ("None", False)
+    if kind is None or not kind:
+        return "None", False
+    return _plain_str(str(kind)), False
 
 
-def _is_precursor(payload: Any) -> bool:
-    kind = payload.get("type")
-    return isinstance(kind, str) and _plain_str(kind) in PRECURSOR_TYPES
+def _key_of(payload: Any) -> tuple[str | None, bool]:
+    """The dedupe key of a payload, and whether its type is a precursor."""
+    if not isinstance(payload, dict):
+        return None, False
+    if dict.get(payload, "role") is not None:
+        return None, False
+    kind, kind_is_str = _kind_of(payload)
+    if kind_is_str and kind == "message":
+        return None, False
+    precursor = kind_is_str and kind in PRECURSOR_TYPES
+    call_id = _str_field(payload, "call_id")
+    if call_id is not None and kind_is_str and kind in CALL_AND_OUTPUT_TYPES:
+        return f"call_id:{kind}:{call_id}", precursor
+    item_id = _str_field(payload, "id")
+    if item_id is not None and item_id != FAKE_ID:
+        return f"id:{kind}:{item_id}", precursor
+    if call_id is not None:
+        return f"call_id:{kind}:{call_id}", precursor
+    approval_request_id = _str_field(payload, "approval_request_id")
+    if approval_request_id is not None:
+        return f"approval_request_id:{kind}:{approval_request_id}", precursor
+    return None, False
 
 
 def dedupe_key(item: Any) -> str | None:
     """Identity key of an item, or None when it never collapses (see DESIGN.md)."""
-    return _key_of(_dumped(item))
+    return _key_of(_dumped(item))[0]
 
 
 def dedupe_keys(items: Iterable[Any]) -> list[str | None]:
     """``dedupe_key`` of every item, in order."""
-    return [_key_of(_dumped(item)) for item in _as_list(items, "items")]
+    items = _as_list(items, "items")
+    return [_key_of(_dumped(item))[0] for item in _each(items, len(items))]
 
 
 def deduplicate_input_items(items: Iterable[Any]) -> list[Any]:
     """Keep the first occurrence (value and position) of every key."""
+    items = _as_list(items, "items")
+    length = len(items)
     seen: set[str] = set()
-    result: list[Any] = []
-    for item in _as_list(items, "items"):
-        key = _key_of(_dumped(item))
+    kept: list[int] = []
+    for index, item in enumerate(_each(items, length)):
+        key = _key_of(_dumped(item))[0]
         if key is None:
-            result.append(item)
+            kept.append(index)
         elif key not in seen:
             seen.add(key)
-            result.append(item)
-    return result
+            kept.append(index)
+    return _pick(items, length, kept)
 
 
 def deduplicate_input_items_preferring_latest(items: Iterable[Any]) -> list[Any]:
@@ -157,25 +212,25 @@ def deduplicate_input_items_preferring_latest(items: Iterable[Any]) -> list[Any]
     every other keyed item at its latest one; unkeyed items stay where they are.
     """
     items = _as_list(items, "items")
+    length = len(items)
     keys: list[str | None] = []
-    latest: dict[str, Any] = {}
+    latest: dict[str, int] = {}
     anchor: dict[str, int] = {}
-    for index, item in enumerate(items):
-        payload = _dumped(item)
-        key = _key_of(payload)
+    for index, item in enumerate(_each(items, length)):
+        key, precursor = _key_of(_dumped(item))
         keys.append(key)
         if key is None:
             continue
-        latest[key] = item
-        if key not in anchor or not _is_precursor(payload):
+        latest[key] = index
+        if key not in anchor or not precursor:
             anchor[key] = index
-    result: list[Any] = []
-    for index, (item, key) in enumerate(zip(items, keys, strict=True)):
+    slots: list[int] = []
+    for index, key in enumerate(keys):
         if key is None:
-            result.append(item)
+            slots.append(index)
         elif anchor[key] == index:
-            result.append(latest[key])
-    return result
+            slots.append(latest[key])
+    return _pick(items, length, slots)
 
 
 # --- canonical content form ----------------------------------------------------------
@@ -221,7 +276,9 @@ def _encode_float(value: float) -> str:
     return float.__repr__(value)
 
 
-def _encode(value: Any, out: list[str], depth: int) -> None:
+def _encode(value: Any, out: list[str], depth: int, top: bool = False) -> None:
+    """Append the canonical text of ``value``; ``top`` for an item's own payload, whose
+    metadata keys are dropped."""
     if isinstance(value, str):
         _encode_str(value, out)
     elif value is None:
@@ -237,10 +294,18 @@ def _encode(value: Any, out: list[str], depth: int) -> None:
     elif isinstance(value, dict):
         if depth >= MAX_DEPTH:
             raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
-        entries = sorted(
-            ((_plain_str(k) if isinstance(k, str) else str(k), v) for k, v in value.items()),
-            key=_entry_key,
-        )
+        # Read at once, before str() of a key or value runs any user code.
+        pairs = list(dict.items(value))
+        entries: list[tuple[str, Any]] = []
+        for key, member in pairs:
+            if isinstance(key, str):
+                text = _plain_str(key)
+                if top and text in METADATA_KEYS:
+                    continue
+            else:
+                text = _plain_str(str(key))
+            entries.append((text, member))
+        entries.sort(key=_entry_key)
         out.append("{")
         for position, (key, member) in enumerate(entries):
             if position:
@@ -252,8 +317,10 @@ def _encode(value: Any, out: list[str], depth: int) -> None:
     elif isinstance(value, (list, tuple)):
         if depth >= MAX_DEPTH:
             raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
+        # A list is read at once, like a dict; a tuple cannot change.
+        members = list.copy(value) if isinstance(value, list) else tuple.__iter__(value)
         out.append("[")
-        for position, member in enumerate(value):
+        for position, member in enumerate(members):
             if position:
                 out.append(",")
             _encode(member, out, depth + 1)
@@ -267,11 +334,8 @@ def _entry_key(entry: tuple[str, Any]) -> str:
 
 
 def _canonical_text(item: Any) -> str:
-    payload = _dumped(item)
-    if isinstance(payload, dict) and any(key in payload for key in METADATA_KEYS):
-        payload = {k: v for k, v in payload.items() if k not in METADATA_KEYS}
     out: list[str] = []
-    _encode(payload, out, 0)
+    _encode(_dumped(item), out, 0, top=True)
     return "".join(out)
 
 
@@ -287,7 +351,8 @@ def content_key(item: Any) -> bytes:
 
 def content_keys(items: Iterable[Any]) -> list[bytes]:
     """``content_key`` of every item, in order."""
-    return [content_key(item) for item in _as_list(items, "items")]
+    items = _as_list(items, "items")
+    return [content_key(item) for item in _each(items, len(items))]
 
 
 # --- deep copy -----------------------------------------------------------------------
@@ -297,14 +362,24 @@ def _copy(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value
+    # A dict or list is copied at once (dict.copy(), a slice), then its members that
+    # are not shared scalars are replaced by their copies.
     if kind is dict:
         if depth >= MAX_DEPTH:
             raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
-        return {k: _copy(v, depth + 1) for k, v in value.items()}
+        copied = value.copy()
+        for key, member in list(copied.items()):
+            if not _is_plain_scalar(member):
+                copied[key] = _copy(member, depth + 1)
+        return copied
     if kind is list:
         if depth >= MAX_DEPTH:
             raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
-        return [_copy(v, depth + 1) for v in value]
+        copied_list = value[:]
+        for index, member in enumerate(copied_list):
+            if not _is_plain_scalar(member):
+                copied_list[index] = _copy(member, depth + 1)
+        return copied_list
     if kind is tuple:
         if depth >= MAX_DEPTH:
             raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
@@ -319,7 +394,8 @@ def deep_copy_items(items: Iterable[Any]) -> list[Any]:
     other value is handed to ``copy.deepcopy``. Shared sub-objects are copied once per
     reference (no memo), and nesting deeper than MAX_DEPTH raises ValueError.
     """
-    return [_copy(item, 0) for item in _as_list(items, "items")]
+    items = _as_list(items, "items")
+    return [_copy(item, 0) for item in _each(items, len(items))]
 
 
 class _NotPlain(Exception):
@@ -390,19 +466,40 @@ def plain_json_copy(items: Iterable[Any], *, allow_shared: bool = False) -> list
 # --- orphan-call pruning -------------------------------------------------------------
 
 
-def _program_caller_id(payload: Any) -> str | None:
-    caller = payload.get("caller")
-    if not isinstance(caller, dict) or caller.get("type") != "program":
+class _Facts(NamedTuple):
+    """What orphan pruning reads of one dict item, read once (the Rust engine's
+    ``ItemFacts``). Texts are exact str; a value that is not a str is None."""
+
+    kind: str | None
+    call_id: str | None
+    #: ``caller["caller_id"]`` when ``caller`` is a dict whose ``type`` is "program"
+    program_owner: str | None
+    #: ``status`` is missing, None or "in_progress" (read for shell calls only)
+    pending: bool
+
+
+def _orphan_facts(payload: Any) -> _Facts | None:
+    """The facts of a payload (None when it is not a dict), its fields read in this
+    order: type, call_id, caller (its type, then its caller_id), status."""
+    if not isinstance(payload, dict):
         return None
-    caller_id = caller.get("caller_id")
-    return caller_id if isinstance(caller_id, str) else None
+    kind = _str_field(payload, "type")
+    call_id = _str_field(payload, "call_id")
+    program_owner = None
+    caller = dict.get(payload, "caller")
+    if isinstance(caller, dict) and _str_field(caller, "type") == "program":
+        program_owner = _str_field(caller, "caller_id")
+    pending = False
+    if kind == "shell_call":
+        status = dict.get(payload, "status")
+        pending = status is None or (
+            isinstance(status, str) and _plain_str(status) == "in_progress"
+        )
+    return _Facts(kind, call_id, program_owner, pending)
 
 
-def _is_pending_hosted_shell_call(payload: Any) -> bool:
-    if payload.get("type") != "shell_call":
-        return False
-    status = payload.get("status")
-    return status is None or status == "in_progress"
+def _is_pending_hosted_shell_call(facts: _Facts) -> bool:
+    return facts.kind == "shell_call" and facts.pending
 
 
 def drop_orphan_function_calls(
@@ -426,72 +523,67 @@ def drop_orphan_function_calls(
     length = len(items)
     prunable = _index_mask(pruning_indexes, "pruning_indexes", length)
     output_prunable = _index_mask(output_pruning_indexes, "output_pruning_indexes", length)
-    payloads = [_dumped(item) for item in items]
-    dicts = [p if isinstance(p, dict) else None for p in payloads]
+    # Each item is read once, dump and fields, before the next (as the Rust engine does).
+    facts = [_orphan_facts(_dumped(item)) for item in _each(items, length)]
 
     # The six passes of the Rust engine's orphans::kept, with the same names and order.
-    completed, retained_owner_ids = _completed_and_retained_owners(dicts, prunable)
-    matched_anonymous = _matched_anonymous_searches(dicts)
-    programs = _active_and_orphan_programs(dicts, prunable, completed, retained_owner_ids)
-    dropped, orphaned = _drop_orphans(dicts, prunable, completed, matched_anonymous, programs)
+    completed, retained_owner_ids = _completed_and_retained_owners(facts, prunable)
+    matched_anonymous = _matched_anonymous_searches(facts)
+    programs = _active_and_orphan_programs(facts, prunable, completed, retained_owner_ids)
+    dropped, orphaned = _drop_orphans(facts, prunable, completed, matched_anonymous, programs)
     if output_prunable is not None:
-        _drop_outputs_without_calls(dicts, output_prunable, dropped)
-    if not any(dropped):
-        return list(items)
-    _drop_reasoning_before_orphans(dicts, prunable, dropped, orphaned)
-    return [item for index, item in enumerate(items) if not dropped[index]]
+        _drop_outputs_without_calls(facts, output_prunable, dropped)
+    if any(dropped):
+        _drop_reasoning_before_orphans(facts, prunable, dropped, orphaned)
+    return _pick(items, length, [index for index in range(length) if not dropped[index]])
 
 
 def _completed_and_retained_owners(
-    dicts: list[dict[Any, Any] | None], prunable: list[bool] | None
+    items: list[_Facts | None], prunable: list[bool] | None
 ) -> tuple[dict[str, set[str]], set[str]]:
     """Pass 1: the call ids of the outputs present (per output type), and the program
     ids that still own a retained item."""
     completed: dict[str, set[str]] = {output: set() for output in OUTPUT_TYPES}
     retained_owner_ids: set[str] = set()
-    for index, payload in enumerate(dicts):
-        if payload is None:
+    for index, facts in enumerate(items):
+        if facts is None:
             continue
-        kind = payload.get("type")
-        if isinstance(kind, str) and kind in OUTPUT_TYPES:
-            call_id = payload.get("call_id")
-            if isinstance(call_id, str):
-                completed[kind].add(call_id)
-        owner = _program_caller_id(payload)
+        kind = facts.kind
+        if kind in OUTPUT_TYPES and facts.call_id is not None:
+            completed[kind].add(facts.call_id)
+        owner = facts.program_owner
         if owner is None:
             continue
         if prunable is not None:
             retained = not prunable[index]
         else:
-            retained = _is_pending_hosted_shell_call(payload) or (
-                isinstance(kind, str)
-                and (kind in PROGRAM_OWNED_HOSTED_TYPES or kind in OUTPUT_TYPES)
+            retained = _is_pending_hosted_shell_call(facts) or (
+                kind in PROGRAM_OWNED_HOSTED_TYPES or kind in OUTPUT_TYPES
             )
         if retained:
             retained_owner_ids.add(owner)
     return completed, retained_owner_ids
 
 
-def _matched_anonymous_searches(dicts: list[dict[Any, Any] | None]) -> set[int]:
+def _matched_anonymous_searches(items: list[_Facts | None]) -> set[int]:
     """Pass 2: anonymous tool searches pair with later anonymous outputs, innermost
     first. The positions of the searches that found their output."""
     matched_anonymous: set[int] = set()
     pending_outputs = 0
-    for index in range(len(dicts) - 1, -1, -1):
-        payload = dicts[index]
-        if payload is None or isinstance(payload.get("call_id"), str):
+    for index in range(len(items) - 1, -1, -1):
+        facts = items[index]
+        if facts is None or facts.call_id is not None:
             continue
-        kind = payload.get("type")
-        if kind == "tool_search_output":
+        if facts.kind == "tool_search_output":
             pending_outputs += 1
-        elif kind == "tool_search_call" and pending_outputs > 0:
+        elif facts.kind == "tool_search_call" and pending_outputs > 0:
             matched_anonymous.add(index)
             pending_outputs -= 1
     return matched_anonymous
 
 
 def _active_and_orphan_programs(
-    dicts: list[dict[Any, Any] | None],
+    items: list[_Facts | None],
     prunable: list[bool] | None,
     completed: dict[str, set[str]],
     retained_owner_ids: set[str],
@@ -500,20 +592,20 @@ def _active_and_orphan_programs(
     retained item, orphan otherwise."""
     active_programs: set[str] = set()
     orphan_programs: set[str] = set()
-    for index, payload in enumerate(dicts):
-        if payload is None or payload.get("type") != "program":
+    for index, facts in enumerate(items):
+        if facts is None or facts.kind != "program":
             continue
         if prunable is not None and not prunable[index]:
             continue
-        call_id = payload.get("call_id")
-        if not isinstance(call_id, str) or call_id in completed["program_output"]:
+        call_id = facts.call_id
+        if call_id is None or call_id in completed["program_output"]:
             continue
         (active_programs if call_id in retained_owner_ids else orphan_programs).add(call_id)
     return active_programs, orphan_programs
 
 
 def _drop_orphans(
-    dicts: list[dict[Any, Any] | None],
+    items: list[_Facts | None],
     prunable: list[bool] | None,
     completed: dict[str, set[str]],
     matched_anonymous: set[int],
@@ -524,25 +616,25 @@ def _drop_orphans(
     orphaned)``: orphaned marks a drop as an orphan (not merely as an output whose call
     is gone), which also takes the reasoning run directly before it."""
     active_programs, orphan_programs = programs
-    dropped = [False] * len(dicts)
-    orphaned = [False] * len(dicts)
-    for index, payload in enumerate(dicts):
-        if payload is None or (prunable is not None and not prunable[index]):
+    dropped = [False] * len(items)
+    orphaned = [False] * len(items)
+    for index, facts in enumerate(items):
+        if facts is None or (prunable is not None and not prunable[index]):
             continue
-        kind = payload.get("type")
-        if not isinstance(kind, str):
+        kind = facts.kind
+        if kind is None:
             continue
-        owner = _program_caller_id(payload)
+        owner = facts.program_owner
         if owner is not None and owner in orphan_programs:
             dropped[index] = orphaned[index] = True
             continue
         output_type = CALL_TO_OUTPUT_TYPE.get(kind)
         if output_type is None:
             continue
-        if owner is not None and _is_pending_hosted_shell_call(payload):
+        if owner is not None and _is_pending_hosted_shell_call(facts):
             continue
-        call_id = payload.get("call_id")
-        if isinstance(call_id, str):
+        call_id = facts.call_id
+        if call_id is not None:
             if kind == "program" and call_id in active_programs:
                 continue
             if call_id in completed[output_type]:
@@ -554,35 +646,31 @@ def _drop_orphans(
 
 
 def _drop_outputs_without_calls(
-    dicts: list[dict[Any, Any] | None], output_prunable: list[bool], dropped: list[bool]
+    items: list[_Facts | None], output_prunable: list[bool], dropped: list[bool]
 ) -> None:
     """Pass 5 (with ``output_pruning_indexes``): drop the outputs at ``output_prunable``
     positions whose call did not stay."""
     available: dict[str, set[str]] = {output: set() for output in OUTPUT_TYPES}
-    for index, payload in enumerate(dicts):
-        if payload is None or dropped[index]:
+    for index, facts in enumerate(items):
+        if facts is None or dropped[index] or facts.kind is None:
             continue
-        kind = payload.get("type")
-        output_type = CALL_TO_OUTPUT_TYPE.get(kind) if isinstance(kind, str) else None
-        call_id = payload.get("call_id")
-        if output_type is not None and isinstance(call_id, str):
-            available[output_type].add(call_id)
-    for index, payload in enumerate(dicts):
-        if payload is None or dropped[index] or not output_prunable[index]:
+        output_type = CALL_TO_OUTPUT_TYPE.get(facts.kind)
+        if output_type is not None and facts.call_id is not None:
+            available[output_type].add(facts.call_id)
+    for index, facts in enumerate(items):
+        if facts is None or dropped[index] or not output_prunable[index]:
             continue
-        kind = payload.get("type")
-        call_id = payload.get("call_id")
+        kind = facts.kind
         if (
-            isinstance(kind, str)
-            and kind in OUTPUT_TYPES
-            and isinstance(call_id, str)
-            and call_id not in available[kind]
+            kind in OUTPUT_TYPES
+            and facts.call_id is not None
+            and facts.call_id not in available[kind]
         ):
             dropped[index] = True
 
 
 def _drop_reasoning_before_orphans(
-    dicts: list[dict[Any, Any] | None],
+    items: list[_Facts | None],
     prunable: list[bool] | None,
     dropped: list[bool],
     orphaned: list[bool],
@@ -591,9 +679,9 @@ def _drop_reasoning_before_orphans(
     that item was dropped as an orphan (one backward sweep, so long reasoning runs stay
     linear)."""
     follower_dropped = False
-    for index in range(len(dicts) - 1, -1, -1):
-        payload = dicts[index]
-        if payload is not None and payload.get("type") == "reasoning":
+    for index in range(len(items) - 1, -1, -1):
+        facts = items[index]
+        if facts is not None and facts.kind == "reasoning":
             if follower_dropped and not dropped[index]:
                 if prunable is None or prunable[index]:
                     dropped[index] = True
@@ -615,46 +703,58 @@ def classify_callback_output(
     items. Positions in neither are repeats (model input only).
     """
     history = _as_list(history, "history")
+    history_length = len(history)
     new_items = _as_list(new_items, "new_items")
+    new_length = len(new_items)
     combined = _as_list(combined, "combined")
-    history_ids = {id(item) for item in history}
+    combined_length = len(combined)
+    history_ids = {id(item) for item in _each(history, history_length)}
     new_index_by_id: dict[int, int] = {}
-    for index, item in enumerate(new_items):
+    for index, item in enumerate(_each(new_items, new_length)):
         new_index_by_id.setdefault(id(item), index)
+    combined_ids = [id(item) for item in _each(combined, combined_length)]
 
     # Pass 1: identity. None marks positions left for the content pass.
     HISTORY, PERSIST, REPEAT = 0, 1, 2
-    labels: list[int | None] = [None] * len(combined)
-    placed = [False] * len(new_items)
-    for position, item in enumerate(combined):
-        if id(item) in history_ids:
+    labels: list[int | None] = [None] * combined_length
+    placed = [False] * new_length
+    for position, item_id in enumerate(combined_ids):
+        if item_id in history_ids:
             labels[position] = HISTORY
             continue
-        new_index = new_index_by_id.get(id(item))
+        new_index = new_index_by_id.get(item_id)
         if new_index is None:
             continue
         labels[position] = REPEAT if placed[new_index] else PERSIST
         placed[new_index] = True
 
-    # Pass 2: content, in list order, for reconstructions.
+    # Pass 2: content, in list order, for reconstructions. Each item is keyed once:
+    # the unplaced new items last to first, then the other new items in order, then the
+    # leftover returned items in order; the history in order when first needed.
     if None in labels:
+        keys_of_new: list[bytes | None] = [None] * new_length
         unplaced_by_key: dict[bytes, list[int]] = {}
-        for index in range(len(new_items) - 1, -1, -1):
+        for index in range(new_length - 1, -1, -1):
             if not placed[index]:
-                unplaced_by_key.setdefault(content_key(new_items[index]), []).append(index)
-        new_keys = {content_key(item) for item in new_items}
+                key = content_key(_read(new_items, new_length, index))
+                keys_of_new[index] = key
+                unplaced_by_key.setdefault(key, []).append(index)
+        new_keys = {
+            content_key(_read(new_items, new_length, index)) if key is None else key
+            for index, key in enumerate(keys_of_new)
+        }
         history_keys: set[bytes] | None = None
-        for position, item in enumerate(combined):
+        for position in range(combined_length):
             if labels[position] is not None:
                 continue
-            key = content_key(item)
+            key = content_key(_read(combined, combined_length, position))
             waiting = unplaced_by_key.get(key)
             if waiting:
                 waiting.pop()  # stored last-first, so this is the earliest unplaced one
                 labels[position] = PERSIST
                 continue
             if history_keys is None:
-                history_keys = {content_key(h) for h in history}
+                history_keys = {content_key(h) for h in _each(history, history_length)}
             if key in history_keys:
                 labels[position] = HISTORY
             elif key in new_keys:
@@ -686,13 +786,14 @@ def long_integer_candidates(texts: Iterable[Any]) -> list[int]:
     """
     texts = _as_list(texts, "texts")
     positions = []
-    for position, text in enumerate(texts):
+    for position, text in enumerate(_each(texts, len(texts))):
+        # Subclasses by their contents, not their methods.
         if isinstance(text, bytes):
             data = text
         elif isinstance(text, str):
-            data = text.encode("utf-8", "surrogatepass")
+            data = str.encode(text, "utf-8", "surrogatepass")
         else:
             raise TypeError(f"texts[{position}] must be str or bytes, not {type(text).__name__}")
-        if _LONG_RUN in data.translate(_DIGITS_AS_ZEROS):
+        if _LONG_RUN in bytes.translate(data, _DIGITS_AS_ZEROS):
             positions.append(position)
     return positions
