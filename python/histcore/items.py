@@ -5,6 +5,7 @@ from __future__ import annotations
 from histcore.engine.items import (
     BACKEND,
     MAX_DEPTH,
+    InputProblem,
     canonical_json,
     classify_callback_output,
     content_key,
@@ -15,12 +16,15 @@ from histcore.engine.items import (
     deduplicate_input_items_preferring_latest,
     deep_copy_items,
     drop_orphan_function_calls,
+    input_problems,
     plain_json_copy,
+    repair_input,
 )
 
 __all__ = [
     "BACKEND",
     "MAX_DEPTH",
+    "InputProblem",
     "canonical_json",
     "classify_callback_output",
     "content_key",
@@ -31,5 +35,7 @@ __all__ = [
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
     "drop_orphan_function_calls",
+    "input_problems",
     "plain_json_copy",
+    "repair_input",
 ]

@@ -23,6 +23,7 @@ VECTOR_FILES = (
     "orphans.json",
     "classify.json",
     "long_integers.json",
+    "input_rules.json",
 )
 
 
@@ -100,3 +101,11 @@ def test_long_integer_candidates(engine: ModuleType, case: dict[str, Any]) -> No
     expected = [0] if case["long"] else []
     assert engine.long_integer_candidates([text]) == expected
     assert engine.long_integer_candidates([text.encode("utf-8")]) == expected
+
+
+@pytest.mark.parametrize("case", _cases("input_rules.json"))
+def test_input_rules(engine: ModuleType, case: dict[str, Any]) -> None:
+    items, history = case["items"], case["history"]
+    found = engine.input_problems(items, history=history)
+    assert [list(problem) for problem in found] == case["problems"]
+    _same_objects(engine.repair_input(items, history=history), items, case["kept"])

@@ -9,6 +9,7 @@ objects as the input.
 from __future__ import annotations
 
 from histcore.engine.backend import BACKEND, engine
+from histcore.engine.model_input import InputProblem, input_problems, repair_input
 
 dedupe_key = engine.dedupe_key
 dedupe_keys = engine.dedupe_keys
@@ -26,6 +27,7 @@ MAX_DEPTH: int = engine.MAX_DEPTH
 __all__ = [
     "BACKEND",
     "MAX_DEPTH",
+    "InputProblem",
     "canonical_json",
     "classify_callback_output",
     "content_key",
@@ -36,5 +38,7 @@ __all__ = [
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
     "drop_orphan_function_calls",
+    "input_problems",
     "plain_json_copy",
+    "repair_input",
 ]

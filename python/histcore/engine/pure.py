@@ -15,6 +15,7 @@ from typing import Any
 
 import xxhash
 
+from histcore.engine.pure_input import input_problems, repair_input
 from histcore.engine.vocabulary import (
     CALL_AND_OUTPUT_TYPES,
     CALL_TO_OUTPUT_TYPE,
@@ -37,8 +38,10 @@ __all__ = [
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
     "drop_orphan_function_calls",
+    "input_problems",
     "long_integer_candidates",
     "plain_json_copy",
+    "repair_input",
 ]
 
 #: Containers nested deeper than this raise ValueError (also catches cycles).

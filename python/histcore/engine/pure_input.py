@@ -1,0 +1,351 @@
+"""The model-input rules of the pure twin: ``input_problems`` and ``repair_input``.
+
+The rules (docs/design.md, "Model input the API accepts") are checked in one linear
+pass each. A problem is ``(position, kind, detail)``: ``kind`` names the rule broken
+and ``detail`` is the ``call_id`` or item id concerned (or None);
+``histcore.engine.items`` turns these into ``InputProblem`` values with messages.
+
+The repair works on *units*: a reasoning run together with the item it produced, and
+a tool call together with its outputs. A unit is kept whole or dropped whole, user
+messages are never dropped, and a list without problems comes back with the very same
+objects in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, FAKE_ID, OUTPUT_TYPES
+
+__all__ = ["PROBLEM_KINDS", "input_problems", "repair_input", "unit_roots"]
+
+#: Every kind ``input_problems`` reports, with the rule letter of docs/design.md.
+PROBLEM_KINDS = {
+    "output_without_call": "a",
+    "call_without_output": "b",
+    "call_awaiting_output": "b",
+    "duplicate_id": "c",
+    "reasoning_without_item": "d",
+    "item_without_reasoning": "e",
+}
+
+_OUTPUT_TO_CALL = {output: call for call, output in CALL_TO_OUTPUT_TYPE.items()}
+# Items the user side supplies: a reasoning item never produced one of these.
+_NOT_PRODUCED_TYPES = OUTPUT_TYPES | {"mcp_approval_response", "item_reference"}
+_USER_SIDE_ROLES = frozenset({"user", "system", "developer"})
+
+# Per-item facts, one small int each, so the passes compare ints instead of strings.
+_OTHER, _REASONING, _CALL, _OUTPUT, _USER, _PRODUCED = range(6)
+
+Problem = tuple[int, str, "str | None"]
+
+
+def _as_list(value: Any, name: str) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    if isinstance(value, (str, bytes, bytearray, dict)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list of items, not {type(value).__name__}")
+    return list(value)
+
+
+def _payload(item: Any) -> dict[str, Any] | None:
+    """The item as the engine sees it: a model is read as its dump."""
+    if isinstance(item, dict):
+        return item
+    if hasattr(item, "model_dump"):
+        dumped = item.model_dump(exclude_unset=True)
+        return dumped if isinstance(dumped, dict) else None
+    return None
+
+
+def _text(value: Any) -> str | None:
+    """An exact str of a str value (subclasses compare by their characters)."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    return None
+
+
+class _Facts:
+    """What the rules need of each item: its class, pair key and id."""
+
+    __slots__ = ("caller", "ids", "kinds", "pairs", "pending_hosted", "types")
+
+    def __init__(self, items: list[Any]) -> None:
+        length = len(items)
+        self.kinds = [_OTHER] * length
+        self.pairs: list[tuple[str, str] | None] = [None] * length
+        self.ids: list[str | None] = [None] * length
+        self.types: list[str | None] = [None] * length
+        self.caller: list[str | None] = [None] * length
+        self.pending_hosted = [False] * length
+        for position, item in enumerate(items):
+            payload = _payload(item)
+            if payload is not None:
+                self._read(position, payload)
+
+    def _read(self, position: int, payload: dict[str, Any]) -> None:
+        kind = _text(payload.get("type"))
+        role = payload.get("role")
+        item_id = _text(payload.get("id"))
+        if item_id is not None and item_id != FAKE_ID:
+            self.ids[position] = item_id
+        self.types[position] = kind
+        caller = payload.get("caller")
+        if isinstance(caller, dict) and caller.get("type") == "program":
+            self.caller[position] = _text(caller.get("caller_id"))
+        if role is not None:
+            user_side = _text(role) in _USER_SIDE_ROLES
+            self.kinds[position] = _USER if user_side else _PRODUCED
+            return
+        call_id = _text(payload.get("call_id"))
+        if kind == "reasoning":
+            self.kinds[position] = _REASONING
+        elif kind in CALL_TO_OUTPUT_TYPE and call_id is not None:
+            self.kinds[position] = _CALL
+            self.pairs[position] = (kind, call_id)
+            status = payload.get("status")
+            self.pending_hosted[position] = kind == "shell_call" and (
+                status is None or status == "in_progress"
+            )
+        elif kind in OUTPUT_TYPES and call_id is not None:
+            self.kinds[position] = _OUTPUT
+            self.pairs[position] = (_OUTPUT_TO_CALL[kind], call_id)
+        elif kind is not None and kind not in _NOT_PRODUCED_TYPES:
+            self.kinds[position] = _PRODUCED
+
+
+def _pair_bounds(facts: _Facts) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """First call position and last output position of every pair key."""
+    first_call: dict[tuple[str, str], int] = {}
+    last_output: dict[tuple[str, str], int] = {}
+    for position, pair in enumerate(facts.pairs):
+        if pair is None:
+            continue
+        if facts.kinds[position] == _CALL:
+            first_call.setdefault(pair, position)
+        else:
+            last_output[pair] = position
+    return first_call, last_output
+
+
+def _last_issued(facts: _Facts) -> dict[str, int]:
+    """program call_id -> position of the last item that program issued."""
+    last: dict[str, int] = {}
+    for position, caller in enumerate(facts.caller):
+        if caller is not None:
+            last[caller] = position
+    return last
+
+
+def _exempt_calls(facts: _Facts) -> list[bool]:
+    """Calls that may stand without an output: a program that issued later items, and a
+    pending hosted shell call issued by a program (the API runs both)."""
+    last_issued = _last_issued(facts)
+    exempt = [False] * len(facts.kinds)
+    for position, pair in enumerate(facts.pairs):
+        if pair is None or facts.kinds[position] != _CALL:
+            continue
+        kind, call_id = pair
+        if kind == "program" and last_issued.get(call_id, -1) > position:
+            exempt[position] = True
+        elif facts.caller[position] is not None and facts.pending_hosted[position]:
+            exempt[position] = True
+    return exempt
+
+
+def _trailing_start(facts: _Facts) -> int:
+    """Start of the trailing run of calls and reasoning: calls there await approval."""
+    start = len(facts.kinds)
+    while start > 0 and facts.kinds[start - 1] in (_CALL, _REASONING):
+        start -= 1
+    return start
+
+
+def _required_reasoning(history: list[Any] | None) -> dict[str, str]:
+    """item id -> id of the reasoning item stored directly before it, from ``history``."""
+    if history is None:
+        return {}
+    facts = _Facts(history)
+    required: dict[str, str] = {}
+    for position in range(1, len(history)):
+        item_id, before = facts.ids[position], facts.ids[position - 1]
+        if (
+            item_id is not None
+            and before is not None
+            and facts.kinds[position - 1] == _REASONING
+            and facts.kinds[position] != _REASONING
+        ):
+            required[item_id] = before
+    return required
+
+
+def _pair_problems(facts: _Facts, exempt: list[bool], out: list[Problem]) -> None:
+    first_call, last_output = _pair_bounds(facts)
+    trailing = _trailing_start(facts)
+    for position, pair in enumerate(facts.pairs):
+        if pair is None:
+            continue
+        if facts.kinds[position] == _OUTPUT:
+            if first_call.get(pair, position) >= position:
+                out.append((position, "output_without_call", pair[1]))
+        elif last_output.get(pair, -1) < position and not exempt[position]:
+            kind = "call_awaiting_output" if position >= trailing else "call_without_output"
+            out.append((position, kind, pair[1]))
+
+
+def _reasoning_problems(facts: _Facts, out: list[Problem]) -> None:
+    kinds = facts.kinds
+    length = len(kinds)
+    position = 0
+    while position < length:
+        if kinds[position] != _REASONING:
+            position += 1
+            continue
+        start = position
+        while position < length and kinds[position] == _REASONING:
+            position += 1
+        if position == length or kinds[position] not in (_CALL, _PRODUCED):
+            out.extend(
+                (index, "reasoning_without_item", facts.ids[index])
+                for index in range(start, position)
+            )
+
+
+def _history_problems(facts: _Facts, required: dict[str, str], out: list[Problem]) -> None:
+    if not required:
+        return
+    for position, item_id in enumerate(facts.ids):
+        if item_id is None or facts.kinds[position] == _REASONING:
+            continue
+        needed = required.get(item_id)
+        if needed is None:
+            continue
+        before = position - 1
+        if before < 0 or facts.kinds[before] != _REASONING or facts.ids[before] != needed:
+            out.append((position, "item_without_reasoning", item_id))
+
+
+def _id_problems(facts: _Facts, out: list[Problem]) -> None:
+    seen: set[str] = set()
+    for position, item_id in enumerate(facts.ids):
+        if item_id is None:
+            continue
+        if item_id in seen:
+            out.append((position, "duplicate_id", item_id))
+        else:
+            seen.add(item_id)
+
+
+def _problems(facts: _Facts, required: dict[str, str]) -> list[Problem]:
+    found: list[Problem] = []
+    _pair_problems(facts, _exempt_calls(facts), found)
+    _id_problems(facts, found)
+    _reasoning_problems(facts, found)
+    _history_problems(facts, required, found)
+    found.sort(key=lambda problem: (problem[0], PROBLEM_KINDS[problem[1]]))
+    return found
+
+
+def input_problems(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Problem]:
+    """Every way ``items`` breaks the model-input rules, as (position, kind, detail).
+
+    Sorted by position, then rule. ``history`` (the stored history the input came
+    from) adds rule (e): an item stored right after a reasoning item needs that
+    reasoning item directly before it. Linear in the number of items.
+    """
+    items = _as_list(items, "items")
+    stored = None if history is None else _as_list(history, "history")
+    return _problems(_Facts(items), _required_reasoning(stored))
+
+
+# --- repair ------------------------------------------------------------------------
+
+
+def _find(parent: list[int], position: int) -> int:
+    root = position
+    while parent[root] != root:
+        root = parent[root]
+    while parent[position] != root:
+        parent[position], position = root, parent[position]
+    return root
+
+
+def _union(parent: list[int], first: int, second: int) -> None:
+    first, second = _find(parent, first), _find(parent, second)
+    if first != second:
+        parent[max(first, second)] = min(first, second)
+
+
+def _units(facts: _Facts) -> list[int]:
+    """A union-find forest over positions: reasoning run + produced item, call + outputs."""
+    kinds = facts.kinds
+    parent = list(range(len(kinds)))
+    for position in range(1, len(kinds)):
+        if kinds[position - 1] == _REASONING and kinds[position] in (_REASONING, _CALL, _PRODUCED):
+            _union(parent, position - 1, position)
+    first_call, last_output = _pair_bounds(facts)
+    anchor: dict[tuple[str, str], int] = {}
+    for position, pair in enumerate(facts.pairs):
+        if pair is None:
+            continue
+        first, last = first_call.get(pair), last_output.get(pair)
+        if first is None or last is None or not first <= position <= last:
+            continue  # an output before every call, or a call after every output
+        if pair in anchor:
+            _union(parent, anchor[pair], position)
+        else:
+            anchor[pair] = position
+    return parent
+
+
+def unit_roots(items: list[Any]) -> tuple[list[int], list[int]]:
+    """For each position, the first position of its unit; and the positions of outputs
+    with no call before them (their unit may start before ``items``)."""
+    facts = _Facts(items)
+    parent = _units(facts)
+    first_call, _ = _pair_bounds(facts)
+    orphans = [
+        position
+        for position, pair in enumerate(facts.pairs)
+        if pair is not None
+        and facts.kinds[position] == _OUTPUT
+        and first_call.get(pair, position) >= position
+    ]
+    return [_find(parent, position) for position in range(len(parent))], orphans
+
+
+def _dropped_units(facts: _Facts, problems: list[Problem]) -> list[bool]:
+    """Positions to drop: every unit holding a problem, user messages excepted."""
+    parent = _units(facts)
+    broken = {_find(parent, position) for position, _, _ in problems}
+    return [
+        facts.kinds[position] != _USER and _find(parent, position) in broken
+        for position in range(len(parent))
+    ]
+
+
+def _fixable(facts: _Facts, problems: list[Problem]) -> list[Problem]:
+    # A duplicate id on a user message cannot be fixed: user messages are never dropped.
+    return [problem for problem in problems if facts.kinds[problem[0]] != _USER]
+
+
+def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]:
+    """``items`` without the units that break the model-input rules.
+
+    A unit is a reasoning run with the item it produced, or a tool call with its
+    outputs; it is kept or dropped whole, so no turn is split. User messages are never
+    dropped. Without problems the result holds the very same objects in the same order.
+    Linear in the number of items.
+    """
+    current = list(_as_list(items, "items"))
+    required = _required_reasoning(None if history is None else _as_list(history, "history"))
+    while True:
+        facts = _Facts(current)
+        problems = _fixable(facts, _problems(facts, required))
+        if not problems:
+            return current
+        dropped = _dropped_units(facts, problems)
+        current = [item for position, item in enumerate(current) if not dropped[position]]
