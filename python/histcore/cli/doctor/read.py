@@ -1,32 +1,70 @@
-"""Opening a session store and reading its rows, exactly as stored."""
+"""Rows exactly as stored, decoded as the sessions decode them, and the SQLite store.
+
+A ``Store`` (SQLite here, PostgreSQL in ``postgres.py``) gives the doctor what it needs
+of a session store: the session ids, the rows no session reads, one session's rows (each
+read a statement of its own, so no lock is held between them), a backup, and the repair
+of one session in one short write transaction.
+"""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "MESSAGES_TABLE",
     "SESSIONS_TABLE",
     "DoctorError",
     "Row",
-    "connect",
-    "read_rows",
+    "SQLiteStore",
+    "Store",
+    "StoreLocked",
+    "Tables",
+    "backup_stamp",
+    "decode_text",
     "row_ids_text",
-    "session_ids",
+    "same_rows",
 ]
 
 SESSIONS_TABLE = "agent_sessions"
 MESSAGES_TABLE = "agent_messages"
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
 
 
 class DoctorError(Exception):
     """The store cannot be checked (missing, not SQLite, not a session store, ...)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        #: sessions whose repair was committed before the error (each is whole)
+        self.repaired: list[str] = []
+        #: the backup written before the first repair, if one was
+        self.backup: str | None = None
+
+
+class StoreLocked(DoctorError):
+    """Another process holds a lock the doctor waited for in vain."""
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The two tables of a session store (the SDK's names by default)."""
+
+    sessions: str = SESSIONS_TABLE
+    messages: str = MESSAGES_TABLE
+
+    def __post_init__(self) -> None:
+        for name in (self.sessions, self.messages):
+            if not _TABLE_NAME.match(name):
+                raise DoctorError(f"{name!r} is not a plain SQL table name")
 
 
 @dataclass(frozen=True)
@@ -35,69 +73,292 @@ class Row:
     data: Any  # message_data exactly as stored (written back unchanged)
     item: Any  # the decoded item, when ``valid``
     valid: bool
+    #: why the row is not valid JSON (not UTF-8, not JSON, nested too deeply, NULL, ...)
+    reason: str | None = None
 
 
-def _decode(data: Any) -> tuple[Any, bool]:
-    # As the SDK's SQLiteSession reads a row: json.loads, skipping what fails.
+def same_rows(first: Sequence[Row], second: Sequence[Row]) -> bool:
+    """Whether two reads of a session hold the same rows with the same stored data."""
+    return [(r.row_id, r.data) for r in first] == [(r.row_id, r.data) for r in second]
+
+
+def decode_text(row_id: int, data: Any, text: str | None, reason: str | None = None) -> Row:
+    """The row stored as ``data``, whose JSON text is ``text`` (None: ``reason`` says
+    why there is none). Decoded as the SDK's sessions decode it: ``json.loads``."""
+    if text is None:
+        return Row(row_id, data, None, False, reason or "not JSON text")
     try:
-        return json.loads(data), True
-    except (ValueError, TypeError):
-        return None, False
-
-
-def read_rows(connection: sqlite3.Connection, session_id: str) -> list[Row]:
-    """One session's rows in id order (the conversation's order)."""
-    cursor = connection.execute(
-        f"SELECT id, message_data FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id ASC",
-        (session_id,),
-    )
-    rows = []
-    for row_id, data in cursor.fetchall():
-        item, valid = _decode(data)
-        rows.append(Row(int(row_id), data, item, valid))
-    return rows
-
-
-def _tables(connection: sqlite3.Connection) -> set[str]:
-    return {
-        name
-        for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    }
-
-
-def session_ids(connection: sqlite3.Connection) -> list[str]:
-    """Every session with rows, or registered in ``agent_sessions`` without any."""
-    query = f"SELECT DISTINCT session_id FROM {MESSAGES_TABLE}"
-    if SESSIONS_TABLE in _tables(connection):
-        query += f" UNION SELECT session_id FROM {SESSIONS_TABLE}"
-    return sorted(str(sid) for (sid,) in connection.execute(query))
-
-
-def connect(path: str, writable: bool) -> sqlite3.Connection:
-    """A connection to an existing session store; raises DoctorError for anything else.
-
-    The URI modes never create a file, and read-only stays read-only. No implicit
-    transactions (isolation_level=None): the caller opens and ends its own.
-    """
-    if not os.path.isfile(path):
-        raise DoctorError(f"{path}: no such file")
-    uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
-    try:
-        connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
-    except sqlite3.DatabaseError as exc:
-        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
-    try:
-        tables = _tables(connection)
-    except sqlite3.DatabaseError as exc:
-        connection.close()
-        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
-    if MESSAGES_TABLE not in tables:
-        connection.close()
-        raise DoctorError(f"{path}: not a session store (it has no {MESSAGES_TABLE} table)")
-    return connection
+        return Row(row_id, data, json.loads(text), True)
+    except RecursionError:
+        return Row(row_id, data, None, False, "nested too deeply to read")
+    except ValueError:
+        return Row(row_id, data, None, False, "not JSON")
 
 
 def row_ids_text(row_ids: Sequence[int], limit: int = 8) -> str:
     """Row ids for a message: the first ``limit``, then how many there are in all."""
     shown = ", ".join(map(str, row_ids[:limit]))
     return shown + (f", ... ({len(row_ids)} in all)" if len(row_ids) > limit else "")
+
+
+def backup_stamp() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+class Store(Protocol):
+    """What the doctor reads and writes; every failure is a DoctorError."""
+
+    name: str
+
+    def session_ids(self) -> list[str]:
+        """Every session with rows, or registered without any."""
+        ...
+
+    def rows_without_session(self) -> dict[str, list[int]]:
+        """Row ids no session reads, by why: ``{"null": [...], "blob": [...], ...}``
+        (after ``session_ids``)."""
+        ...
+
+    def read_rows(self, session_id: str) -> list[Row]:
+        """One session's rows in id order (the conversation's order)."""
+        ...
+
+    def write_backup(self, session_ids: Sequence[str]) -> str:
+        """Save (at least) these sessions' rows as they are; where they went."""
+        ...
+
+    def repair(
+        self,
+        session_id: str,
+        expected: Sequence[Row],
+        updates: Sequence[tuple[int, int, Any]],
+        deletions: Sequence[int],
+        predicted: Sequence[Row],
+    ) -> bool:
+        """In one write transaction: when the session still holds ``expected``, give
+        each ``(row id, source row id, source data)`` row its source's data, delete
+        ``deletions``, check the session now reads as ``predicted`` and commit. False
+        (nothing changed) when the session changed since it was read."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _sqlite_failure(name: str, exc: sqlite3.Error) -> DoctorError:
+    code = getattr(exc, "sqlite_errorname", "")
+    text = str(exc)
+    if code in ("SQLITE_BUSY", "SQLITE_LOCKED") or "database is locked" in text:
+        return StoreLocked(
+            f"{name}: the database is locked by another process ({text}); try again when "
+            "it is done (--busy-timeout waits longer)"
+        )
+    return DoctorError(f"{name}: {text}")
+
+
+class SQLiteStore:
+    """A SQLite session store, opened read-only unless ``writable``.
+
+    The URI modes never create a file, and read-only stays read-only. No implicit
+    transactions (isolation_level=None): each read is one statement, and a repair
+    opens and ends its own. ``busy_timeout``: seconds to wait for another process's
+    lock before StoreLocked.
+    """
+
+    def __init__(
+        self, path: str, *, writable: bool, busy_timeout: float, tables: Tables | None = None
+    ) -> None:
+        if os.path.isdir(path):
+            raise DoctorError(f"{path}: is a directory, not a SQLite database file")
+        if not os.path.isfile(path):
+            raise DoctorError(f"{path}: no such file")
+        self.name = path
+        self._busy_timeout = busy_timeout
+        self._tables = tables = tables if tables is not None else Tables()
+        uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
+        try:
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout)
+        except sqlite3.DatabaseError as exc:
+            raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+        try:
+            names = self._table_names()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            failure = _sqlite_failure(path, exc)
+            if isinstance(failure, StoreLocked):
+                raise failure from exc
+            raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+        if tables.messages not in names:
+            self._conn.close()
+            raise DoctorError(f"{path}: not a session store (it has no {tables.messages} table)")
+        self._has_sessions_table = tables.sessions in names
+        self._not_utf8: list[bytes] = []
+
+    def _table_names(self) -> set[str]:
+        query = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        return {str(name) for (name,) in self._conn.execute(query)}
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _sqlite_failure(self.name, exc) from exc
+
+    def session_ids(self) -> list[str]:
+        # Read as bytes, so a session id that is not UTF-8 cannot stop the whole check:
+        # no session can read its rows, and rows_without_session reports them.
+        messages = self._tables.messages
+        query = (
+            f"SELECT DISTINCT CAST(session_id AS BLOB) FROM {messages} "
+            "WHERE typeof(session_id) = 'text'"
+        )
+        if self._has_sessions_table:
+            query += (
+                f" UNION SELECT CAST(session_id AS BLOB) FROM {self._tables.sessions} "
+                "WHERE typeof(session_id) = 'text'"
+            )
+        with self._errors():
+            raw = [bytes(value) for (value,) in self._conn.execute(query)]
+        ids = []
+        self._not_utf8 = []
+        for value in raw:
+            try:
+                ids.append(value.decode("utf-8"))
+            except UnicodeDecodeError:
+                self._not_utf8.append(value)
+        return sorted(ids)
+
+    def rows_without_session(self) -> dict[str, list[int]]:
+        messages = self._tables.messages
+        found: dict[str, list[int]] = {}
+        with self._errors():
+            for row_id, kind in self._conn.execute(
+                f"SELECT id, typeof(session_id) FROM {messages} "
+                "WHERE typeof(session_id) != 'text' ORDER BY id"
+            ):
+                found.setdefault(str(kind), []).append(int(row_id))
+            for value in self._not_utf8:
+                found.setdefault("not_utf8", []).extend(
+                    int(row_id)
+                    for (row_id,) in self._conn.execute(
+                        f"SELECT id FROM {messages} WHERE session_id = CAST(? AS TEXT) ORDER BY id",
+                        (value,),
+                    )
+                )
+        return found
+
+    def read_rows(self, session_id: str) -> list[Row]:
+        with self._errors():
+            return self._read(session_id)
+
+    def _read(self, session_id: str) -> list[Row]:
+        cursor = self._conn.execute(
+            f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
+            f"FROM {self._tables.messages} WHERE session_id = ? ORDER BY id ASC",
+            (session_id,),
+        )
+        return [_sqlite_row(int(row_id), raw, str(kind)) for row_id, raw, kind in cursor]
+
+    def write_backup(self, session_ids: Sequence[str]) -> str:
+        """Copy the whole store to ``PATH.bak-<UTC time>`` (never overwriting one)."""
+        del session_ids  # the file is copied whole
+        target = f"{self.name}.bak-{backup_stamp()}"
+        suffix = 1
+        while os.path.exists(target):
+            suffix += 1
+            target = f"{self.name}.bak-{backup_stamp()}-{suffix}"
+        try:
+            _copy_database(self.name, target, self._busy_timeout)
+        except sqlite3.Error as exc:
+            if os.path.exists(target):
+                os.remove(target)
+            failure = _sqlite_failure(self.name, exc)
+            message = f"{failure}; writing the backup {target} failed, nothing was changed"
+            raise type(failure)(message) from exc
+        return target
+
+    def repair(
+        self,
+        session_id: str,
+        expected: Sequence[Row],
+        updates: Sequence[tuple[int, int, Any]],
+        deletions: Sequence[int],
+        predicted: Sequence[Row],
+    ) -> bool:
+        with self._errors(), self._transaction():
+            if not same_rows(self._read(session_id), expected):
+                return False
+            messages = self._tables.messages
+            self._conn.executemany(
+                f"UPDATE {messages} SET message_data = ? WHERE id = ? AND session_id = ?",
+                [(data, row_id, session_id) for row_id, _, data in updates],
+            )
+            self._conn.executemany(
+                f"DELETE FROM {messages} WHERE id = ? AND session_id = ?",
+                [(row_id, session_id) for row_id in deletions],
+            )
+            if not same_rows(self._read(session_id), predicted):
+                raise DoctorError(
+                    f"{self.name}: session {session_id!r} did not read back as its repair "
+                    "planned; its repair was rolled back"
+                )
+        return True
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        # The write lock from the re-read to the commit, so no writer slips in between;
+        # one session's repair at a time, so live writers wait only that long.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._rollback()
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        # SQLite ends the transaction itself on some errors (a full disk among them):
+        # then there is nothing to roll back, and the original error is what matters.
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
+    # A TEXT row is kept as str and a BLOB row as bytes, so a row written back keeps
+    # its storage class; anything else is what the SDK's json.loads refuses.
+    if kind not in ("text", "blob") or raw is None:
+        return decode_text(row_id, None, None, f"message_data is {kind.upper()}, not text")
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return decode_text(row_id, bytes(raw), None, "not valid UTF-8")
+    return decode_text(row_id, text if kind == "text" else bytes(raw), text)
+
+
+def _copy_database(path: str, target: str, busy_timeout: float) -> None:
+    # A read transaction first, so the copy waits for a writer at most busy_timeout
+    # (sqlite3's backup loop alone would retry a locked source for ever) and copies one
+    # consistent state in one step.
+    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    source = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout)
+    try:
+        source.execute("BEGIN")
+        source.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        destination = sqlite3.connect(target)
+        try:
+            source.backup(destination)
+        finally:
+            destination.close()
+        source.execute("COMMIT")
+    finally:
+        source.close()
