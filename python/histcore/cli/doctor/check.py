@@ -3,14 +3,18 @@ transaction of its own; the outcome's exit status.
 
 Every session is read with one statement (a consistent view of it, and no lock held
 between sessions). A fix first plans every repair, writes the backup, then repairs the
-sessions one by one: each repair re-reads its session under the write lock, goes ahead
-only when the session still holds the rows it was planned on (and so the rows the
-backup holds), and commits. A live writer therefore waits at most for one session's
-repair, and a session it wrote to meanwhile is left for the next run.
+sessions in short write transactions (a session's repair is never split; a
+transaction takes in further sessions for BATCH_SECONDS): each repair re-reads its
+session under the write lock and goes ahead only when the session still holds the rows
+it was planned on (and so the rows the backup holds). A live writer therefore waits
+for one short transaction at most, and a session it wrote to meanwhile is left for the
+next run.
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +23,7 @@ from histcore.cli.doctor.read import DoctorError, Row, SQLiteStore, Store, Store
 from histcore.cli.doctor.repair import Repair, plan_repair, repaired_rows
 
 __all__ = [
+    "BATCH_SECONDS",
     "BUSY_TIMEOUT",
     "EXIT_CLEAN",
     "EXIT_ERROR",
@@ -34,6 +39,9 @@ __all__ = [
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR, EXIT_LOCKED = 0, 1, 2, 3
 #: Seconds the doctor waits for another process's lock by default.
 BUSY_TIMEOUT = 0.5
+#: A repair transaction takes in further sessions for this many seconds (a session's
+#: repair is never split); SQLite stores then stay unlocked as long.
+BATCH_SECONDS = 0.05
 
 
 @dataclass
@@ -177,24 +185,30 @@ def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> No
     # ahead only when its session still reads so.
     report.backup = store.write_backup([plan.entry.session_id for plan in planned])
     repaired: list[str] = []
-    for plan in planned:
-        entry = plan.entry
+    queue = deque(planned)
+    while queue:
+        batch: list[_Planned] = []
         try:
-            done = store.repair(
-                entry.session_id,
-                plan.rows,
-                plan.repair.updates,
-                plan.repair.deletions,
-                plan.predicted,
-            )
+            with store.transaction():
+                started = time.monotonic()
+                while queue and (not batch or time.monotonic() - started < BATCH_SECONDS):
+                    plan = queue.popleft()
+                    batch.append(plan)
+                    _repair(store, plan)
         except DoctorError as exc:
             exc.repaired, exc.backup = repaired, report.backup
             raise
-        if done:
-            repaired.append(entry.session_id)
-        else:
-            entry.fix, entry.repair, entry.after = "skipped", None, None
-            entry.reason = (
-                "its rows changed while the doctor ran (a live writer): left untouched, "
-                "run the doctor again"
-            )
+        repaired += [plan.entry.session_id for plan in batch if plan.entry.fix == "fixed"]
+
+
+def _repair(store: Store, plan: _Planned) -> None:
+    entry = plan.entry
+    repair = plan.repair
+    if not store.repair(
+        entry.session_id, plan.rows, repair.updates, repair.deletions, plan.predicted
+    ):
+        entry.fix, entry.repair, entry.after = "skipped", None, None
+        entry.reason = (
+            "its rows changed while the doctor ran (a live writer): left untouched, "
+            "run the doctor again"
+        )

@@ -26,7 +26,7 @@ from histcore.cli.doctor.read import (
     Tables,
     backup_stamp,
     decode_text,
-    same_rows,
+    stored_form,
 )
 
 __all__ = ["PostgresStore"]
@@ -129,14 +129,18 @@ class PostgresStore:
         with self._errors():
             return self._read(session_id)
 
-    def _read(self, session_id: str) -> list[Row]:
+    def _stored(self, session_id: str) -> list[tuple[int, Any]]:
         found = self._execute(
             f"SELECT id, message_text FROM {self._tables.messages} "
             "WHERE session_id = %s ORDER BY id",
             (session_id,),
         )
+        return [(int(row_id), text) for row_id, text in found]
+
+    def _read(self, session_id: str) -> list[Row]:
         return [
-            decode_text(int(row_id), text, text, "message_text is NULL") for row_id, text in found
+            decode_text(row_id, text, text, "message_text is NULL")
+            for row_id, text in self._stored(session_id)
         ]
 
     def write_backup(self, session_ids: Sequence[str]) -> str:
@@ -157,6 +161,11 @@ class PostgresStore:
                 )
         return target
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._errors(), self._conn.transaction():
+            yield
+
     def repair(
         self,
         session_id: str,
@@ -166,14 +175,13 @@ class PostgresStore:
         predicted: Sequence[Row],
     ) -> bool:
         messages, sessions = self._tables.messages, self._tables.sessions
-        unchanged = True
-        with self._errors(), self._conn.transaction() as transaction:
+        with self._errors():
+            # The lock every writer of the session takes first: held to the commit.
             self._execute(
                 f"SELECT 1 FROM {sessions} WHERE session_id = %s FOR UPDATE", (session_id,)
             )
-            if not same_rows(self._read(session_id), expected):
-                unchanged = False
-                raise self._psycopg.Rollback(transaction)
+            if self._stored(session_id) != stored_form(expected):
+                return False
             for row_id, source_id, _ in updates:
                 self._execute(
                     f"UPDATE {messages} AS dst SET message_text = src.message_text, "
@@ -189,12 +197,12 @@ class PostgresStore:
                 f"UPDATE {sessions} SET generation = txid_current() WHERE session_id = %s",
                 (session_id,),
             )
-            if not same_rows(self._read(session_id), predicted):
+            if self._stored(session_id) != stored_form(predicted):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "
-                    "planned; its repair was rolled back"
+                    "planned; nothing of this transaction was changed"
                 )
-        return unchanged
+        return True
 
     def close(self) -> None:
         self._conn.close()

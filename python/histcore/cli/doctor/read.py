@@ -13,8 +13,9 @@ import json
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,12 +32,14 @@ __all__ = [
     "backup_stamp",
     "decode_text",
     "row_ids_text",
-    "same_rows",
+    "stored_form",
 ]
 
 SESSIONS_TABLE = "agent_sessions"
 MESSAGES_TABLE = "agent_messages"
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
+# The longest pause after a repair's transaction (see SQLiteStore._transaction).
+_MAX_PAUSE = 1.0
 
 
 class DoctorError(Exception):
@@ -77,9 +80,9 @@ class Row:
     reason: str | None = None
 
 
-def same_rows(first: Sequence[Row], second: Sequence[Row]) -> bool:
-    """Whether two reads of a session hold the same rows with the same stored data."""
-    return [(r.row_id, r.data) for r in first] == [(r.row_id, r.data) for r in second]
+def stored_form(rows: Sequence[Row]) -> list[tuple[int, Any]]:
+    """The rows as a repair compares them: ids and stored data."""
+    return [(row.row_id, row.data) for row in rows]
 
 
 def decode_text(row_id: int, data: Any, text: str | None, reason: str | None = None) -> Row:
@@ -127,6 +130,10 @@ class Store(Protocol):
         """Save (at least) these sessions' rows as they are; where they went."""
         ...
 
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction: committed when the block ends, rolled back on an error."""
+        ...
+
     def repair(
         self,
         session_id: str,
@@ -135,10 +142,10 @@ class Store(Protocol):
         deletions: Sequence[int],
         predicted: Sequence[Row],
     ) -> bool:
-        """In one write transaction: when the session still holds ``expected``, give
+        """Inside ``transaction()``: when the session still holds ``expected``, give
         each ``(row id, source row id, source data)`` row its source's data, delete
-        ``deletions``, check the session now reads as ``predicted`` and commit. False
-        (nothing changed) when the session changed since it was read."""
+        ``deletions`` and check the session now reads as ``predicted`` (DoctorError if
+        not). False, and nothing changed, when the session changed since it was read."""
         ...
 
     def close(self) -> None: ...
@@ -159,9 +166,9 @@ class SQLiteStore:
     """A SQLite session store, opened read-only unless ``writable``.
 
     The URI modes never create a file, and read-only stays read-only. No implicit
-    transactions (isolation_level=None): each read is one statement, and a repair
-    opens and ends its own. ``busy_timeout``: seconds to wait for another process's
-    lock before StoreLocked.
+    transactions (isolation_level=None): each read is one statement, and
+    ``transaction()`` opens and ends the repairs' own. ``busy_timeout``: seconds to
+    wait for another process's lock before StoreLocked.
     """
 
     def __init__(
@@ -259,6 +266,15 @@ class SQLiteStore:
         )
         return [_sqlite_row(int(row_id), raw, str(kind)) for row_id, raw, kind in cursor]
 
+    def _stored(self, session_id: str) -> list[tuple[int, Any]]:
+        # What a repair compares under the write lock: ids and stored data, undecoded.
+        cursor = self._conn.execute(
+            f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
+            f"FROM {self._tables.messages} WHERE session_id = ? ORDER BY id ASC",
+            (session_id,),
+        )
+        return [(int(row_id), _stored_data(raw, str(kind))) for row_id, raw, kind in cursor]
+
     def write_backup(self, session_ids: Sequence[str]) -> str:
         """Copy the whole store to ``PATH.bak-<UTC time>`` (never overwriting one)."""
         del session_ids  # the file is copied whole
@@ -277,6 +293,27 @@ class SQLiteStore:
             raise type(failure)(message) from exc
         return target
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        # The write lock from a repair's re-read to the commit, so no writer slips in
+        # between; committed at the end of the block, rolled back on any error.
+        started = time.monotonic()
+        with self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._rollback()
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        # Then as long without the lock: a writer's busy handler polls for the lock
+        # (every 100 ms at worst), and transactions back to back would leave it no gap.
+        time.sleep(min(time.monotonic() - started, _MAX_PAUSE))
+
     def repair(
         self,
         session_id: str,
@@ -285,8 +322,8 @@ class SQLiteStore:
         deletions: Sequence[int],
         predicted: Sequence[Row],
     ) -> bool:
-        with self._errors(), self._transaction():
-            if not same_rows(self._read(session_id), expected):
+        with self._errors():
+            if self._stored(session_id) != stored_form(expected):
                 return False
             messages = self._tables.messages
             self._conn.executemany(
@@ -297,28 +334,12 @@ class SQLiteStore:
                 f"DELETE FROM {messages} WHERE id = ? AND session_id = ?",
                 [(row_id, session_id) for row_id in deletions],
             )
-            if not same_rows(self._read(session_id), predicted):
+            if self._stored(session_id) != stored_form(predicted):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "
-                    "planned; its repair was rolled back"
+                    "planned; nothing of this transaction was changed"
                 )
         return True
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        # The write lock from the re-read to the commit, so no writer slips in between;
-        # one session's repair at a time, so live writers wait only that long.
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._rollback()
-            raise
-        try:
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
 
     def _rollback(self) -> None:
         # SQLite ends the transaction itself on some errors (a full disk among them):
@@ -333,16 +354,29 @@ class SQLiteStore:
         self._conn.close()
 
 
-def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
+def _stored_data(raw: bytes | None, kind: str) -> Any:
     # A TEXT row is kept as str and a BLOB row as bytes, so a row written back keeps
-    # its storage class; anything else is what the SDK's json.loads refuses.
+    # its storage class; TEXT that is not UTF-8 stays bytes, and NULL, INTEGER and REAL
+    # (what the SDK's json.loads refuses) are None.
     if kind not in ("text", "blob") or raw is None:
+        return None
+    if kind == "blob":
+        return bytes(raw)
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return bytes(raw)
+
+
+def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
+    data = _stored_data(raw, kind)
+    if data is None:
         return decode_text(row_id, None, None, f"message_data is {kind.upper()}, not text")
     try:
-        text = bytes(raw).decode("utf-8")
+        text = data if isinstance(data, str) else data.decode("utf-8")
     except UnicodeDecodeError:
-        return decode_text(row_id, bytes(raw), None, "not valid UTF-8")
-    return decode_text(row_id, text if kind == "text" else bytes(raw), text)
+        return decode_text(row_id, data, None, "not valid UTF-8")
+    return decode_text(row_id, data, text)
 
 
 def _copy_database(path: str, target: str, busy_timeout: float) -> None:
