@@ -439,7 +439,7 @@ def _is_subsequence(small: Sequence[Any], big: Sequence[Any]) -> bool:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(items=tool_histories())
 def test_fix_is_the_dedupe_then_whole_units_dropped(
