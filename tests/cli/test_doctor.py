@@ -283,15 +283,19 @@ def test_fix_repairs_around_rows_that_are_not_json(store: str) -> None:
     assert items_of(store, "t") == [call("c2")], "other sessions are repaired too"
 
 
-def test_fix_writes_a_backup_of_the_store_as_it_was(store: str) -> None:
-    write_store(store, {"s": [call("c1", 1), output("c1"), call("c1", 2)]})
-    before = rows(store)
+def test_fix_writes_a_backup_of_the_sessions_it_changes(store: str) -> None:
+    write_store(store, {"s": [call("c1", 1), output("c1"), call("c1", 2)], "t": [user("x")]})
+    before = rows(store, "s")
     code, report = report_json(store, "--fix")
     assert code == 0
     backup = report["backup"]
     assert backup and os.path.dirname(backup) == os.path.dirname(store)
     assert os.path.basename(backup).startswith("store.db.bak-")
-    assert rows(backup) == before
+    assert rows(backup) == before, "every row of the session it changed, ids and all"
+    assert query(backup, "SELECT session_id FROM agent_sessions") == [("s",)]
+    # The backup is a session store of its own: the doctor finds the damage in it.
+    code, found = report_json(backup)
+    assert code == 1 and session_entry(found, "s")["problems"]["duplicate_calls"] == 1
     # A second fix in the same second gets its own backup, never overwriting the first.
     write_store(store, {"s": [output("c1")]})
     code, report = report_json(store, "--fix")

@@ -266,17 +266,18 @@ def test_a_session_written_during_the_fix_is_left_for_the_next_run(
     path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_store(path, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
-    real_copy = read._copy_database
+    real_backup = read.SQLiteStore.write_backup
 
-    def copy_then_write(*args: Any) -> None:
-        real_copy(*args)
+    def backup_then_write(self: read.SQLiteStore, session_ids: Any) -> str:
+        written = real_backup(self, session_ids)
         with connected(path) as connection:  # a live writer appends to b
             connection.execute(
                 "INSERT INTO agent_messages (session_id, message_data) VALUES ('b', ?)",
                 (json.dumps(user("new")),),
             )
+        return written
 
-    monkeypatch.setattr(read, "_copy_database", copy_then_write)
+    monkeypatch.setattr(read.SQLiteStore, "write_backup", backup_then_write)
     code, report = report_json(path, "--fix")
     assert code == 1
     assert session_entry(report, "a")["fix"] == "fixed"

@@ -19,22 +19,25 @@ created_at)``) or histcore's PostgreSQL layout (--dsn). Per session it reports:
 Rows whose session_id is NULL, a BLOB or not UTF-8 are read by no session: they are
 reported, never changed.
 
---fix first writes a backup (SQLite: PATH.bak-<time>, a copy of the whole file;
-PostgreSQL: a table <messages>_bak_<time> with the rows of the sessions to repair),
-then repairs each session in a transaction of its own. The repair dedupes tool calls
-and outputs by histcore's latest-value rules (a call keeps its first row and an output
-its last, each holding the latest content), then drops, whole, every unit that still
-breaks a model-input rule: a reasoning run with the item it produced, a tool call with
-its outputs. User messages and calls awaiting approval are kept. Rows keep their ids
-and their exact stored text. Rows the rules cannot place are left as they are, and
-the rest of their session is repaired; --drop-invalid-rows deletes them too.
+--fix first writes a backup of every session it changes (SQLite: PATH.bak-<time>, a
+SQLite file with the store's two tables holding those sessions' rows exactly, a
+session store of its own; PostgreSQL: a table <messages>_bak_<time>). Then, per
+session, it dedupes tool calls and outputs by histcore's latest-value rules (a call
+keeps its first row and an output its last, each holding the latest content), and
+drops, whole, every unit that still breaks a model-input rule: a reasoning run with
+the item it produced, a tool call with its outputs. User messages and calls awaiting
+approval are kept. Rows keep their ids and their exact stored text. Rows the rules
+cannot place are left as they are, and the rest of their session is repaired;
+--drop-invalid-rows deletes them too (the backup keeps them).
 
-The doctor works on a live store: each session is read by one statement, and each
-repair holds the write lock only for its own session, so a live writer waits at most
-for one session's repair. A repair goes ahead only when its session still holds the
-rows it was planned on (and the backup holds); a session written to meanwhile is left
-untouched and reported, for the next run. A lock held by another process longer than
---busy-timeout seconds stops the doctor with exit status 3.
+The doctor works on a live store. It reads in short statements and holds no lock
+between them; it repairs in short write transactions (a session's repair is never
+split; a transaction takes in further sessions for 50 ms, and the doctor then stays
+off the lock as long), so a live writer waits milliseconds, not for the whole fix. A
+repair goes ahead only when its session still holds the rows it was planned on (and
+the backup holds); a session written to meanwhile is left untouched and reported, for
+the next run. A lock held by another process longer than --busy-timeout seconds stops
+the doctor with exit status 3. See docs/doctor.md.
 
 Exit status: 0 nothing found (or, with --fix, everything found was fixed; calls
 awaiting approval count as nothing), 1 problems found or left, 2 the store cannot be

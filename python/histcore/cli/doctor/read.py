@@ -38,8 +38,10 @@ __all__ = [
 SESSIONS_TABLE = "agent_sessions"
 MESSAGES_TABLE = "agent_messages"
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
-# The longest pause after a repair's transaction (see SQLiteStore._transaction).
+# The longest pause after a repair's transaction (see SQLiteStore.transaction).
 _MAX_PAUSE = 1.0
+# Rows (rowids) a statement reads at most, where a read need not be one snapshot.
+_CHUNK = 10_000
 
 
 class DoctorError(Exception):
@@ -179,7 +181,6 @@ class SQLiteStore:
         if not os.path.isfile(path):
             raise DoctorError(f"{path}: no such file")
         self.name = path
-        self._busy_timeout = busy_timeout
         self._tables = tables = tables if tables is not None else Tables()
         uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
         try:
@@ -198,7 +199,7 @@ class SQLiteStore:
             self._conn.close()
             raise DoctorError(f"{path}: not a session store (it has no {tables.messages} table)")
         self._has_sessions_table = tables.sessions in names
-        self._not_utf8: list[bytes] = []
+        self._without_session: dict[str, list[int]] = {}
 
     def _table_names(self) -> set[str]:
         query = "SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -211,87 +212,147 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise _sqlite_failure(self.name, exc) from exc
 
+    def _chunks(
+        self, table: str, columns: str, where: str = "1"
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        # A whole table in rowid ranges, a statement each: in a rollback-journal store a
+        # reader holds writers off for as long as its statement runs.
+        with self._errors():
+            low, high = self._conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+            while low is not None and low <= high:
+                yield self._conn.execute(
+                    f"SELECT {columns} FROM {table} WHERE rowid >= ? AND rowid < ? AND {where}",
+                    (low, low + _CHUNK),
+                ).fetchall()
+                low += _CHUNK
+
     def session_ids(self) -> list[str]:
         # Read as bytes, so a session id that is not UTF-8 cannot stop the whole check:
         # no session can read its rows, and rows_without_session reports them.
-        messages = self._tables.messages
-        query = (
-            f"SELECT DISTINCT CAST(session_id AS BLOB) FROM {messages} "
-            "WHERE typeof(session_id) = 'text'"
-        )
+        decoded: dict[bytes, str | None] = {}
+        self._without_session = {}
+        for chunk in self._chunks(
+            self._tables.messages, "id, typeof(session_id), CAST(session_id AS BLOB)"
+        ):
+            for row_id, kind, raw in chunk:
+                why = None if kind == "text" else str(kind)
+                if why is None:
+                    value = bytes(raw)
+                    if value not in decoded:
+                        decoded[value] = _utf8(value)
+                    why = None if decoded[value] is not None else "not_utf8"
+                if why is not None:
+                    self._without_session.setdefault(why, []).append(int(row_id))
         if self._has_sessions_table:
-            query += (
-                f" UNION SELECT CAST(session_id AS BLOB) FROM {self._tables.sessions} "
-                "WHERE typeof(session_id) = 'text'"
-            )
-        with self._errors():
-            raw = [bytes(value) for (value,) in self._conn.execute(query)]
-        ids = []
-        self._not_utf8 = []
-        for value in raw:
-            try:
-                ids.append(value.decode("utf-8"))
-            except UnicodeDecodeError:
-                self._not_utf8.append(value)
-        return sorted(ids)
+            for chunk in self._chunks(
+                self._tables.sessions, "CAST(session_id AS BLOB)", "typeof(session_id) = 'text'"
+            ):
+                for (raw,) in chunk:
+                    decoded.setdefault(bytes(raw), _utf8(bytes(raw)))
+        for row_ids in self._without_session.values():
+            row_ids.sort()
+        return sorted(value for value in decoded.values() if value is not None)
 
     def rows_without_session(self) -> dict[str, list[int]]:
-        messages = self._tables.messages
-        found: dict[str, list[int]] = {}
-        with self._errors():
-            for row_id, kind in self._conn.execute(
-                f"SELECT id, typeof(session_id) FROM {messages} "
-                "WHERE typeof(session_id) != 'text' ORDER BY id"
-            ):
-                found.setdefault(str(kind), []).append(int(row_id))
-            for value in self._not_utf8:
-                found.setdefault("not_utf8", []).extend(
-                    int(row_id)
-                    for (row_id,) in self._conn.execute(
-                        f"SELECT id FROM {messages} WHERE session_id = CAST(? AS TEXT) ORDER BY id",
-                        (value,),
-                    )
-                )
-        return found
+        return self._without_session
 
     def read_rows(self, session_id: str) -> list[Row]:
         with self._errors():
             return self._read(session_id)
 
     def _read(self, session_id: str) -> list[Row]:
-        cursor = self._conn.execute(
-            f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
-            f"FROM {self._tables.messages} WHERE session_id = ? ORDER BY id ASC",
-            (session_id,),
-        )
-        return [_sqlite_row(int(row_id), raw, str(kind)) for row_id, raw, kind in cursor]
+        # In chunks of rows, each fetched before it is decoded, so no statement holds
+        # writers off for long. Not one snapshot, but a repair compares the session
+        # under the write lock before it changes anything.
+        rows: list[Row] = []
+        after = -(2**63)
+        while True:
+            chunk = self._conn.execute(
+                f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
+                f"FROM {self._tables.messages} WHERE session_id = ? AND id > ? "
+                "ORDER BY id ASC LIMIT ?",
+                (session_id, after, _CHUNK),
+            ).fetchall()
+            rows += [_sqlite_row(int(row_id), raw, str(kind)) for row_id, raw, kind in chunk]
+            if len(chunk) < _CHUNK:
+                return rows
+            after = rows[-1].row_id
 
     def _stored(self, session_id: str) -> list[tuple[int, Any]]:
         # What a repair compares under the write lock: ids and stored data, undecoded.
-        cursor = self._conn.execute(
+        found = self._conn.execute(
             f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
             f"FROM {self._tables.messages} WHERE session_id = ? ORDER BY id ASC",
             (session_id,),
-        )
-        return [(int(row_id), _stored_data(raw, str(kind))) for row_id, raw, kind in cursor]
+        ).fetchall()
+        return [(int(row_id), _stored_data(raw, str(kind))) for row_id, raw, kind in found]
 
     def write_backup(self, session_ids: Sequence[str]) -> str:
-        """Copy the whole store to ``PATH.bak-<UTC time>`` (never overwriting one)."""
-        del session_ids  # the file is copied whole
+        """Copy every row of ``session_ids`` to ``PATH.bak-<UTC time>`` (never
+        overwriting one): a SQLite file with the store's own two tables, so a store of
+        its own, holding the rows with their ids and stored values exactly."""
         target = f"{self.name}.bak-{backup_stamp()}"
         suffix = 1
         while os.path.exists(target):
             suffix += 1
             target = f"{self.name}.bak-{backup_stamp()}-{suffix}"
         try:
-            _copy_database(self.name, target, self._busy_timeout)
-        except sqlite3.Error as exc:
+            self._create_tables_in(target)
+            self._copy_sessions_to(target, session_ids)
+        except (sqlite3.Error, OSError) as exc:
             if os.path.exists(target):
                 os.remove(target)
-            failure = _sqlite_failure(self.name, exc)
+            failure = (
+                _sqlite_failure(self.name, exc)
+                if isinstance(exc, sqlite3.Error)
+                else DoctorError(f"{self.name}: {exc}")
+            )
             message = f"{failure}; writing the backup {target} failed, nothing was changed"
             raise type(failure)(message) from exc
         return target
+
+    def _tables_present(self) -> list[str]:
+        tables = [self._tables.sessions] if self._has_sessions_table else []
+        return [*tables, self._tables.messages]
+
+    def _create_tables_in(self, target: str) -> None:
+        # The tables' own CREATE statements: the same columns, types and affinities.
+        statements = dict(
+            self._conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                (self._tables.sessions, self._tables.messages),
+            ).fetchall()
+        )
+        destination = sqlite3.connect(target, isolation_level=None)
+        try:
+            for table in self._tables_present():
+                destination.execute(statements[table])
+        finally:
+            destination.close()
+
+    def _copy_sessions_to(self, target: str, session_ids: Sequence[str]) -> None:
+        # One statement per session and table, so the store is read-locked no longer
+        # than that (a rollback-journal store's writers wait for readers); SQLite copies
+        # the values, storage classes and all. Synced to disk once, at the end.
+        uri = Path(target).absolute().as_uri() + "?mode=rw"
+        self._conn.execute("ATTACH DATABASE ? AS doctor_backup", (uri,))
+        try:
+            self._conn.execute("PRAGMA doctor_backup.journal_mode = OFF")
+            self._conn.execute("PRAGMA doctor_backup.synchronous = OFF")
+            for session_id in session_ids:
+                for table in self._tables_present():
+                    self._conn.execute(
+                        f"INSERT INTO doctor_backup.{table} SELECT * FROM main.{table} "
+                        "WHERE session_id = ?",
+                        (session_id,),
+                    )
+        finally:
+            self._conn.execute("DETACH DATABASE doctor_backup")
+        descriptor = os.open(target, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -354,6 +415,13 @@ class SQLiteStore:
         self._conn.close()
 
 
+def _utf8(value: bytes) -> str | None:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def _stored_data(raw: bytes | None, kind: str) -> Any:
     # A TEXT row is kept as str and a BLOB row as bytes, so a row written back keeps
     # its storage class; TEXT that is not UTF-8 stays bytes, and NULL, INTEGER and REAL
@@ -377,22 +445,3 @@ def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
     except UnicodeDecodeError:
         return decode_text(row_id, data, None, "not valid UTF-8")
     return decode_text(row_id, data, text)
-
-
-def _copy_database(path: str, target: str, busy_timeout: float) -> None:
-    # A read transaction first, so the copy waits for a writer at most busy_timeout
-    # (sqlite3's backup loop alone would retry a locked source for ever) and copies one
-    # consistent state in one step.
-    uri = Path(path).absolute().as_uri() + "?mode=ro"
-    source = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout)
-    try:
-        source.execute("BEGIN")
-        source.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        destination = sqlite3.connect(target)
-        try:
-            source.backup(destination)
-        finally:
-            destination.close()
-        source.execute("COMMIT")
-    finally:
-        source.close()
