@@ -329,3 +329,27 @@ def test_a_live_writer_is_never_blocked_for_long(path: str, journal: str) -> Non
     assert code == 0, report
     assert sum(1 for s in report["sessions"] if s["fix"] == "fixed") == 300
     assert waits and max(waits) < max(0.5, took / 4), (max(waits), took)
+
+
+def test_reads_in_short_statements_see_every_row(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Session ids and sessions are read a few rows a statement; far apart ids (one near
+    # the top of the id range) cost nothing.
+    sessions = {f"s{n}": [user("q"), call("c1"), call("c1"), output("c1")] for n in range(5)}
+    make_store(path, sessions)
+    with connected(path) as connection:
+        connection.execute(
+            "INSERT INTO agent_messages (id, session_id, message_data) VALUES (?, 's2', ?)",
+            (2**62, json.dumps(user("last"))),
+        )
+        connection.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+            (b"blob", json.dumps(user("x"))),
+        )
+    expected = report_json(path)
+    monkeypatch.setattr(read, "_CHUNK", 3)
+    assert report_json(path) == expected
+    code, report = report_json(path, "--fix")
+    assert code == 1 and report["rows_without_session"] == {"blob": [2**62 + 1]}
+    assert decoded(path, "s2") == [user("q"), call("c1"), output("c1"), user("last")]

@@ -212,19 +212,20 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise _sqlite_failure(self.name, exc) from exc
 
-    def _chunks(
-        self, table: str, columns: str, where: str = "1"
-    ) -> Iterator[list[tuple[Any, ...]]]:
-        # A whole table in rowid ranges, a statement each: in a rollback-journal store a
-        # reader holds writers off for as long as its statement runs.
+    def _chunks(self, table: str, columns: str) -> Iterator[list[tuple[Any, ...]]]:
+        # A whole table, _CHUNK rows (in rowid order) a statement: in a rollback-journal
+        # store a reader holds writers off for as long as its statement runs.
+        after = -(2**63)
         with self._errors():
-            low, high = self._conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
-            while low is not None and low <= high:
-                yield self._conn.execute(
-                    f"SELECT {columns} FROM {table} WHERE rowid >= ? AND rowid < ? AND {where}",
-                    (low, low + _CHUNK),
+            while True:
+                chunk = self._conn.execute(
+                    f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                    (after, _CHUNK),
                 ).fetchall()
-                low += _CHUNK
+                yield [row[1:] for row in chunk]
+                if len(chunk) < _CHUNK:
+                    return
+                after = chunk[-1][0]
 
     def session_ids(self) -> list[str]:
         # Read as bytes, so a session id that is not UTF-8 cannot stop the whole check:
@@ -235,20 +236,18 @@ class SQLiteStore:
             self._tables.messages, "id, typeof(session_id), CAST(session_id AS BLOB)"
         ):
             for row_id, kind, raw in chunk:
-                why = None if kind == "text" else str(kind)
-                if why is None:
-                    value = bytes(raw)
-                    if value not in decoded:
-                        decoded[value] = _utf8(value)
-                    why = None if decoded[value] is not None else "not_utf8"
+                why = str(kind) if kind != "text" else None
+                if why is None and _decoded(decoded, raw) is None:
+                    why = "not_utf8"
                 if why is not None:
                     self._without_session.setdefault(why, []).append(int(row_id))
         if self._has_sessions_table:
             for chunk in self._chunks(
-                self._tables.sessions, "CAST(session_id AS BLOB)", "typeof(session_id) = 'text'"
+                self._tables.sessions, "typeof(session_id), CAST(session_id AS BLOB)"
             ):
-                for (raw,) in chunk:
-                    decoded.setdefault(bytes(raw), _utf8(bytes(raw)))
+                for kind, raw in chunk:
+                    if kind == "text":
+                        _decoded(decoded, raw)
         for row_ids in self._without_session.values():
             row_ids.sort()
         return sorted(value for value in decoded.values() if value is not None)
@@ -415,11 +414,15 @@ class SQLiteStore:
         self._conn.close()
 
 
-def _utf8(value: bytes) -> str | None:
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def _decoded(cache: dict[bytes, str | None], raw: bytes) -> str | None:
+    """``raw`` as UTF-8 text, or None when it is not (remembered in ``cache``)."""
+    value = bytes(raw)
+    if value not in cache:
+        try:
+            cache[value] = value.decode("utf-8")
+        except UnicodeDecodeError:
+            cache[value] = None
+    return cache[value]
 
 
 def _stored_data(raw: bytes | None, kind: str) -> Any:
