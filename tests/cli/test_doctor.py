@@ -13,7 +13,6 @@ import glob
 import io
 import json
 import os
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import histcore
+import histcore.items
 from histcore.cli import doctor
-from histcore.cli.doctor import check
 from histcore.cli.main import main
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
 from tests.support.sqlite import connected, no_file_left_open, query, write_junk
@@ -117,6 +116,21 @@ def store(tmp_path: Any) -> str:
 # --- findings ------------------------------------------------------------------------
 
 
+PROBLEM_KEYS = [
+    "invalid_json",
+    "not_item",
+    "non_string_call_id",
+    "output_before_call",
+    "output_without_call",
+    "duplicate_calls",
+    "duplicate_outputs",
+    "calls_without_output",
+    "duplicate_id",
+    "reasoning_without_item",
+    "item_without_reasoning",
+]
+
+
 def test_clean_store_exits_zero(store: str) -> None:
     write_store(
         store, {"a": [user("hi"), call("c1"), output("c1"), answer("done")], "b": [user("x")]}
@@ -124,16 +138,9 @@ def test_clean_store_exits_zero(store: str) -> None:
     code, report = report_json(store)
     assert code == 0
     assert [s["clean"] for s in report["sessions"]] == [True, True]
-    assert report["sessions"][0]["problems"] == dict.fromkeys(
-        [
-            "invalid_json",
-            "output_before_call",
-            "duplicate_calls",
-            "duplicate_outputs",
-            "calls_without_output",
-        ],
-        0,
-    )
+    assert report["sessions"][0]["problems"] == dict.fromkeys(PROBLEM_KEYS, 0)
+    assert report["sessions"][0]["info"] == {"call_awaiting_output": 0}
+    assert report["rows_without_session"] == {}
 
 
 def test_each_defect_is_counted_per_session(store: str) -> None:
@@ -149,7 +156,8 @@ def test_each_defect_is_counted_per_session(store: str) -> None:
                 output("c2", "new"),
             ],
             "early_output": [user("q"), output("c3"), call("c3")],
-            "dangling": [user("q"), call("c4"), output("c4"), user("again"), call("c5")],
+            "dangling": [user("q"), call("c4"), output("c4"), call("c5"), user("again")],
+            "paused": [user("q"), call("c4"), output("c4"), user("again"), call("c6")],
             "clean": [user("q"), answer("a")],
         },
     )
@@ -166,9 +174,14 @@ def test_each_defect_is_counted_per_session(store: str) -> None:
     assert session_entry(report, "corrupt")["details"]["invalid_json_rows"] == [bad_row]
     assert session_entry(report, "dangling")["details"]["calls_without_output"] == ["c5"]
     assert session_entry(report, "clean")["clean"]
+    # A call at the end awaiting its output is information, not a problem.
+    paused = session_entry(report, "paused")
+    assert paused["clean"] and paused["info"] == {"call_awaiting_output": 1}
+    assert paused["details"]["call_awaiting_output"] == ["c6"]
     # Every other count of each session is zero: one defect, one finding.
     for session_id, counts in problems.items():
-        assert sum(1 for v in counts.values() if v) == (0 if session_id == "clean" else 1)
+        expected = 0 if session_id in ("clean", "paused") else 1
+        assert sum(1 for v in counts.values() if v) == expected, session_id
 
 
 def test_text_report_names_the_problems(store: str) -> None:
@@ -244,37 +257,45 @@ def test_fix_repairs_a_stale_output_before_its_call(store: str) -> None:
     assert items_of(store, "s") == [call("c1"), output("c1", "fresh")]
 
 
-def test_fix_leaves_a_session_whose_output_cannot_follow_its_call(store: str) -> None:
+def test_fix_drops_an_output_stored_before_its_only_call(store: str) -> None:
+    # The dedupe rules cannot place it after the call; the unit rules drop it (moving it
+    # would rewrite the conversation). The calls at the end await their outputs: kept.
     write_store(store, {"s": [user("q"), output("c1"), call("c1"), call("c2"), call("c2")]})
-    before = rows(store)
-    code, report = report_json(store, "--fix")
-    assert code == 1
+    code, report = report_json(store)
     entry = session_entry(report, "s")
-    assert entry["fix"] == "skipped" and "stored before its call" in entry["reason"]
-    assert rows(store) == before, "a session that cannot be repaired is not touched at all"
-    assert report["backup"] is None
+    assert code == 1 and entry["problems"]["output_before_call"] == 1
+    assert entry["problems"]["output_without_call"] == 0, "one defect, one finding"
+    code, report = report_json(store, "--fix")
+    assert code == 0 and session_entry(report, "s")["fix"] == "fixed"
+    assert items_of(store, "s") == [user("q"), call("c1"), call("c2")]
+    assert session_entry(report, "s")["left"] == dict.fromkeys(PROBLEM_KEYS, 0)
 
 
-def test_fix_never_touches_a_session_with_rows_that_are_not_json(store: str) -> None:
+def test_fix_repairs_around_rows_that_are_not_json(store: str) -> None:
     write_store(store, {"s": [user("q"), call("c1"), call("c1")], "t": [call("c2"), call("c2")]})
-    add_raw_row(store, "s", "\x00 garbage")
-    before_s = rows(store, "s")
+    bad = add_raw_row(store, "s", "\x00 garbage")
     code, out, _ = run_cli(store, "--fix")
-    assert code == 1
-    assert "not repaired, left untouched" in out and "not valid JSON" in out
-    assert rows(store, "s") == before_s
-    assert items_of(store, "t") == [call("c2")], "other sessions are still repaired"
+    assert code == 1, "the row that is not JSON is left, and reported"
+    assert "left as they are" in out and "not valid JSON" in out
+    after = rows(store, "s")
+    assert [json.loads(r[2]) for r in after[:-1]] == [user("q"), call("c1")]
+    assert after[-1][0] == bad and after[-1][2] == "\x00 garbage", "left as it was"
+    assert items_of(store, "t") == [call("c2")], "other sessions are repaired too"
 
 
-def test_fix_writes_a_backup_of_the_store_as_it_was(store: str) -> None:
-    write_store(store, {"s": [call("c1", 1), output("c1"), call("c1", 2)]})
-    before = rows(store)
+def test_fix_writes_a_backup_of_the_sessions_it_changes(store: str) -> None:
+    write_store(store, {"s": [call("c1", 1), output("c1"), call("c1", 2)], "t": [user("x")]})
+    before = rows(store, "s")
     code, report = report_json(store, "--fix")
     assert code == 0
     backup = report["backup"]
     assert backup and os.path.dirname(backup) == os.path.dirname(store)
     assert os.path.basename(backup).startswith("store.db.bak-")
-    assert rows(backup) == before
+    assert rows(backup) == before, "every row of the session it changed, ids and all"
+    assert query(backup, "SELECT session_id FROM agent_sessions") == [("s",)]
+    # The backup is a session store of its own: the doctor finds the damage in it.
+    code, found = report_json(backup)
+    assert code == 1 and session_entry(found, "s")["problems"]["duplicate_calls"] == 1
     # A second fix in the same second gets its own backup, never overwriting the first.
     write_store(store, {"s": [output("c1")]})
     code, report = report_json(store, "--fix")
@@ -284,36 +305,13 @@ def test_fix_writes_a_backup_of_the_store_as_it_was(store: str) -> None:
 def test_no_backup_when_nothing_needs_fixing(store: str) -> None:
     write_store(store, {"s": [user("q"), call("c1")]})
     code, report = report_json(store, "--fix")
-    # The call without an output is reported and kept: it may await approval.
-    assert code == 1 and report["backup"] is None
-    assert session_entry(report, "s")["left"] == {
-        "invalid_json": 0,
-        "output_before_call": 0,
-        "duplicate_calls": 0,
-        "duplicate_outputs": 0,
-        "calls_without_output": 1,
-    }
+    # The call at the end awaits approval: information, kept, and no problem.
+    assert code == 0 and report["backup"] is None
+    entry = session_entry(report, "s")
+    assert entry["fix"] == "clean" and entry["left"] == dict.fromkeys(PROBLEM_KEYS, 0)
+    assert entry["info"] == {"call_awaiting_output": 1}
     assert glob.glob(store + ".bak-*") == []
     assert len(rows(store)) == 2
-
-
-def test_fix_is_one_transaction(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_store(store, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
-    before = rows(store)
-    real_apply = check.apply_repair
-    applied: list[str] = []
-
-    def apply_then_fail(connection: sqlite3.Connection, session_id: str, repair: Any) -> None:
-        real_apply(connection, session_id, repair)
-        applied.append(session_id)
-        if len(applied) == 2:
-            raise RuntimeError("disk on fire")
-
-    monkeypatch.setattr(check, "apply_repair", apply_then_fail)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        doctor.check_store(store, fix=True)
-    assert applied == ["a", "b"]
-    assert rows(store) == before, "the first session's repair was rolled back too"
 
 
 def test_check_without_fix_never_writes(store: str) -> None:
@@ -371,13 +369,14 @@ def test_store_written_by_the_sdk(tmp_path: Any) -> None:
     assert code == 1
     assert entry["problems"]["duplicate_calls"] == 1
     assert entry["problems"]["duplicate_outputs"] == 1
-    assert entry["problems"]["calls_without_output"] == 1
+    assert entry["problems"]["calls_without_output"] == 0
+    assert entry["info"]["call_awaiting_output"] == 1, "the paused call is information"
 
     code, report = report_json(path, "--fix")
     entry = session_entry(report, "sdk")
-    assert entry["fix"] == "fixed" and code == 1  # the paused call is left
-    assert entry["left"]["calls_without_output"] == 1
-    assert sum(entry["left"].values()) == 1
+    assert entry["fix"] == "fixed" and code == 0  # the paused call is kept
+    assert sum(entry["left"].values()) == 0
+    assert entry["info"]["call_awaiting_output"] == 1
 
     async def read_back() -> list[Any]:
         session = agents.SQLiteSession("sdk", path)
@@ -407,14 +406,14 @@ def test_store_written_by_histcore_reads_back_repaired(store: str) -> None:
     assert asyncio.run(read()) == [user("q"), call("c1", 2), output("c1", "b")]
 
 
-# --- the repair follows histcore's dedupe rules -------------------------------------
+# --- the repair: histcore's dedupe, then the model-input units ----------------------
 
 
 @st.composite
 def tool_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for position in range(draw(st.integers(1, 12))):
-        what = draw(st.sampled_from(["call", "output", "user", "reasoning"]))
+        what = draw(st.sampled_from(["call", "output", "user", "reasoning", "answer"]))
         call_id = draw(st.sampled_from(["c0", "c1", "c2"]))
         kind = draw(st.sampled_from(["function_call", "shell_call"]))
         if what == "call":
@@ -422,7 +421,10 @@ def tool_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
         elif what == "output":
             items.append(output(call_id, f"v{position}", kind + "_output"))
         elif what == "reasoning":
-            items.append({"type": "reasoning", "id": "rs_same", "summary": [], "v": position})
+            reasoning_id = draw(st.sampled_from(["rs_same", f"rs_{position}"]))
+            items.append({"type": "reasoning", "id": reasoning_id, "summary": [], "v": position})
+        elif what == "answer":
+            items.append(dict(answer(f"a{position}"), id=draw(st.sampled_from(["m1", "m2"]))))
         else:
             items.append(user(f"u{position}"))
     return items
@@ -435,29 +437,43 @@ def _tool_only_dedupe(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [items[r["i"]] if r.get("role") == "x" else r for r in result]
 
 
+def _is_subsequence(small: Sequence[Any], big: Sequence[Any]) -> bool:
+    rest = iter(big)
+    return all(any(item == other for other in rest) for item in small)
+
+
 @settings(
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(items=tool_histories())
-def test_fix_result_is_the_dedupe_of_tool_items(tmp_path: Any, items: list[dict[str, Any]]) -> None:
+def test_fix_is_the_dedupe_then_whole_units_dropped(
+    tmp_path: Any, items: list[dict[str, Any]]
+) -> None:
     path = os.path.join(tmp_path, f"h{abs(hash(json.dumps(items)))}.db")
-    if os.path.exists(path):
-        os.remove(path)
+    for old in glob.glob(path + "*"):
+        os.remove(old)
     write_store(path, {"s": items})
     code, report = report_json(path, "--fix")
     entry = session_entry(report, "s")
-    if entry["fix"] == "skipped":
-        assert "stored before its call" in entry["reason"]
-        assert items_of(path, "s") == items
-        return
+    assert entry["fix"] in ("fixed", "clean"), entry["reason"]
     repaired = items_of(path, "s")
-    assert repaired == _tool_only_dedupe(items)
-    after = doctor.diagnose([doctor.Row(i, None, item, True) for i, item in enumerate(repaired)])
-    assert sum(after.repairable_counts().values()) == 0
-    # Reasoning items with one id are not tool items: the fix leaves all of them.
-    assert [i for i in repaired if i.get("type") == "reasoning"] == [
-        i for i in items if i.get("type") == "reasoning"
+    deduped = _tool_only_dedupe(items)
+    # The units step only removes, and never a user message.
+    assert _is_subsequence(repaired, deduped)
+    assert [i for i in repaired if "role" in i and i["role"] == "user"] == [
+        i for i in deduped if "role" in i and i["role"] == "user"
     ]
+    # The dedupe result is kept as it is when it breaks no model-input rule (calls
+    # awaiting approval are no break).
+    kinds = {p.kind for p in histcore.items.input_problems(deduped, history=items)}
+    if kinds <= {"call_awaiting_output"}:
+        assert repaired == deduped
+    # What is left breaks no rule, and a second fix finds nothing to do.
+    left = {p.kind for p in histcore.items.input_problems(repaired, history=repaired)}
+    assert left <= {"call_awaiting_output"}
+    assert code == 0 and sum(entry["left"].values()) == 0
+    code, again = report_json(path, "--fix")
+    assert code == 0 and again["backup"] is None and items_of(path, "s") == repaired
 
 
 # --- the command line --------------------------------------------------------------
@@ -475,5 +491,7 @@ def test_registered_once_through_the_histcore_command(
         main(["doctor", "--help"])
     assert exited.value.code == 0
     usage = capsys.readouterr().out
-    assert usage.startswith("usage: histcore doctor [-h] [--session ID] [--fix] [--json] PATH")
+    assert usage.startswith("usage: histcore doctor [-h] [--dsn DSN] [--session ID] [--fix]")
+    assert "[--drop-invalid-rows]" in usage and "[PATH]" in usage
     assert "Exit status: 0 nothing found" in usage
+    assert "3 the store is locked by another process" in usage

@@ -1,25 +1,47 @@
-"""The whole store in one transaction: read and diagnose every session and, with
-``--fix``, repair what can be repaired before committing; the outcome's exit status."""
+"""Check a store session by session and, with ``--fix``, repair each session in a write
+transaction of its own; the outcome's exit status.
+
+Every session is read with one statement (a consistent view of it, and no lock held
+between sessions). A fix first plans every repair, writes the backup, then repairs the
+sessions in short write transactions (a session's repair is never split; a
+transaction takes in further sessions for BATCH_SECONDS): each repair re-reads its
+session under the write lock and goes ahead only when the session still holds the rows
+it was planned on (and so the rows the backup holds). A live writer therefore waits
+for one short transaction at most, and a session it wrote to meanwhile is left for the
+next run.
+"""
 
 from __future__ import annotations
 
-import sqlite3
-from dataclasses import dataclass
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from histcore.cli.doctor.diagnose import Findings, diagnose
-from histcore.cli.doctor.read import DoctorError, Row, connect, read_rows, session_ids
-from histcore.cli.doctor.repair import Repair, apply_repair, plan_repair, write_backup
+from histcore.cli.doctor.diagnose import Findings, analyse
+from histcore.cli.doctor.read import DoctorError, Row, SQLiteStore, Store, StoreLocked, Tables
+from histcore.cli.doctor.repair import Repair, plan_repair, repaired_rows
 
 __all__ = [
+    "BATCH_SECONDS",
+    "BUSY_TIMEOUT",
     "EXIT_CLEAN",
     "EXIT_ERROR",
+    "EXIT_LOCKED",
     "EXIT_PROBLEMS",
     "SessionReport",
+    "StoreLocked",
     "StoreReport",
     "check_store",
+    "open_store",
 ]
 
-EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
+EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR, EXIT_LOCKED = 0, 1, 2, 3
+#: Seconds the doctor waits for another process's lock by default.
+BUSY_TIMEOUT = 0.5
+#: A repair transaction takes in further sessions for this many seconds (a session's
+#: repair is never split); SQLite stores then stay unlocked as long.
+BATCH_SECONDS = 0.05
 
 
 @dataclass
@@ -27,18 +49,18 @@ class SessionReport:
     session_id: str
     rows: int
     findings: Findings
-    #: with --fix: "fixed", "skipped" (with ``reason``) or "clean"; None without --fix
+    #: with --fix: "fixed", "clean", "left" (problems, nothing the fix may change) or
+    #: "skipped" (the session changed while the doctor ran); None without --fix
     fix: str | None = None
     reason: str | None = None
     repair: Repair | None = None
+    #: with --fix, the findings of the session as it reads afterwards
+    after: Findings | None = None
 
     @property
     def left(self) -> dict[str, int]:
         """Problems still in the store after this run."""
-        counts = self.findings.counts()
-        if self.fix == "fixed":
-            return {"calls_without_output": counts["calls_without_output"]}
-        return counts
+        return (self.after if self.after is not None else self.findings).counts()
 
 
 @dataclass
@@ -47,91 +69,146 @@ class StoreReport:
     sessions: list[SessionReport]
     fix: bool
     backup: str | None = None
+    #: rows no session reads, by why (their session_id is "null", a "blob", ...)
+    rows_without_session: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
-        if self.fix:
-            left = any(any(s.left.values()) for s in self.sessions)
-        else:
-            left = any(not s.findings.clean for s in self.sessions)
-        return EXIT_PROBLEMS if left else EXIT_CLEAN
+        left = any(any(entry.left.values()) for entry in self.sessions)
+        return EXIT_PROBLEMS if left or self.rows_without_session else EXIT_CLEAN
 
 
-def check_store(path: str, session: str | None = None, fix: bool = False) -> StoreReport:
-    """Check (and with ``fix`` repair) the sessions of the store at ``path``.
-
-    Raises DoctorError when the store cannot be read or ``session`` is not in it.
-    """
-    connection = connect(path, writable=fix)
-    try:
-        # One transaction: a consistent view to check, and (with fix) the write lock
-        # held from the check to the commit, so no other writer slips in between.
-        connection.execute("BEGIN IMMEDIATE" if fix else "BEGIN")
-        try:
-            report = _check(connection, path, session, fix)
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-    except sqlite3.DatabaseError as exc:
-        raise DoctorError(f"{path}: {exc}") from exc
-    finally:
-        connection.close()
-    return report
+@dataclass
+class _Planned:
+    entry: SessionReport
+    rows: list[Row]
+    repair: Repair
+    predicted: list[Row]
 
 
-def _check(
-    connection: sqlite3.Connection, path: str, session: str | None, fix: bool
+def open_store(
+    path: str | None,
+    dsn: str | None = None,
+    *,
+    writable: bool = False,
+    busy_timeout: float = BUSY_TIMEOUT,
+    tables: Tables | None = None,
+) -> Store:
+    """The store at ``path`` (SQLite) or ``dsn`` (PostgreSQL); DoctorError if none."""
+    tables = tables if tables is not None else Tables()
+    if dsn is not None:
+        from histcore.cli.doctor.postgres import PostgresStore
+
+        return PostgresStore(dsn, writable=writable, busy_timeout=busy_timeout, tables=tables)
+    if path is None:
+        raise DoctorError("give the PATH of a SQLite store or the --dsn of a PostgreSQL one")
+    return SQLiteStore(path, writable=writable, busy_timeout=busy_timeout, tables=tables)
+
+
+def check_store(
+    path: str | None,
+    session: str | None = None,
+    fix: bool = False,
+    *,
+    dsn: str | None = None,
+    drop_invalid_rows: bool = False,
+    busy_timeout: float = BUSY_TIMEOUT,
+    tables: Tables | None = None,
 ) -> StoreReport:
-    rows_by_session = {
-        session_id: read_rows(connection, session_id)
-        for session_id in _selected(connection, path, session)
-    }
-    sessions = [
-        SessionReport(session_id, len(rows), diagnose(rows))
-        for session_id, rows in rows_by_session.items()
-    ]
-    report = StoreReport(path=path, sessions=sessions, fix=fix)
-    if fix:
-        _plan_fixes(sessions, rows_by_session)
-        _apply_fixes(connection, report)
+    """Check (and with ``fix`` repair) the sessions of the store at ``path`` or ``dsn``.
+
+    Raises DoctorError when the store cannot be read or ``session`` is not in it, and
+    StoreLocked when another process holds it longer than ``busy_timeout`` seconds.
+    """
+    store = open_store(path, dsn, writable=fix, busy_timeout=busy_timeout, tables=tables)
+    try:
+        return _check(store, session, fix, drop_invalid_rows)
+    finally:
+        store.close()
+
+
+def _check(store: Store, session: str | None, fix: bool, drop_invalid: bool) -> StoreReport:
+    report = StoreReport(path=store.name, sessions=[], fix=fix)
+    selected = _selected(store, session)
+    if session is None:
+        report.rows_without_session = store.rows_without_session()
+    planned: list[_Planned] = []
+    for session_id in selected:
+        rows = store.read_rows(session_id)
+        analysis = analyse(rows)
+        entry = SessionReport(session_id, len(rows), analysis.findings)
+        report.sessions.append(entry)
+        if fix:
+            plan = _plan(entry, rows, plan_repair(analysis, drop_invalid), drop_invalid)
+            if plan is not None:
+                planned.append(plan)
+    if planned:
+        _apply(store, report, planned)
     return report
 
 
-def _selected(connection: sqlite3.Connection, path: str, session: str | None) -> list[str]:
-    ids = session_ids(connection)
+def _selected(store: Store, session: str | None) -> list[str]:
+    ids = store.session_ids()
     if session is None:
         return ids
     if session not in ids:
-        raise DoctorError(f"{path}: no session {session!r} in this store")
+        raise DoctorError(f"{store.name}: no session {session!r} in this store")
     return [session]
 
 
-def _plan_fixes(sessions: list[SessionReport], rows_by_session: dict[str, list[Row]]) -> None:
-    for entry in sessions:
-        if not any(entry.findings.repairable_counts().values()):
-            entry.fix = "clean"
-            continue
-        plan = plan_repair(rows_by_session[entry.session_id])
-        if isinstance(plan, str):
-            entry.fix, entry.reason = "skipped", plan
-        else:
-            entry.fix, entry.repair = "fixed", plan
+def _plan(
+    entry: SessionReport, rows: list[Row], repair: Repair, drop_invalid: bool
+) -> _Planned | None:
+    """Decide what --fix does with one session; the repair to apply, if any."""
+    findings = entry.findings
+    if findings.set_aside and not drop_invalid:
+        entry.reason = (
+            f"{len(findings.set_aside)} row(s) that are not valid JSON or not items are "
+            "left as they are (--drop-invalid-rows deletes them; the backup keeps them)"
+        )
+    if not repair.changes:
+        entry.fix = "clean" if findings.clean else "left"
+        if entry.fix == "left" and entry.reason is None:
+            entry.reason = "no repair applies (user messages are never dropped)"
+        return None
+    predicted = repaired_rows(rows, repair)
+    after = analyse(predicted)
+    if plan_repair(after, drop_invalid).changes:
+        entry.fix, entry.reason = "skipped", "its repair would not settle; left untouched"
+        return None
+    entry.fix, entry.repair, entry.after = "fixed", repair, after.findings
+    return _Planned(entry, rows, repair, predicted)
 
 
-def _apply_fixes(connection: sqlite3.Connection, report: StoreReport) -> None:
-    # No backup when nothing is to change; a repair that does not read back clean
-    # raises, and check_store's rollback then undoes every session's repair.
-    to_fix = [entry for entry in report.sessions if entry.repair is not None]
-    if not to_fix:
-        return
-    report.backup = write_backup(report.path)
-    for entry in to_fix:
-        assert entry.repair is not None
-        apply_repair(connection, entry.session_id, entry.repair)
-        after = diagnose(read_rows(connection, entry.session_id))
-        if any(after.repairable_counts().values()):
-            raise DoctorError(
-                f"{report.path}: session {entry.session_id!r} still has problems after its "
-                "repair; nothing was changed"
-            )
+def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> None:
+    # The backup holds every session to repair as it was planned on: a repair goes
+    # ahead only when its session still reads so.
+    report.backup = store.write_backup([plan.entry.session_id for plan in planned])
+    repaired: list[str] = []
+    queue = deque(planned)
+    while queue:
+        batch: list[_Planned] = []
+        try:
+            with store.transaction():
+                started = time.monotonic()
+                while queue and (not batch or time.monotonic() - started < BATCH_SECONDS):
+                    plan = queue.popleft()
+                    batch.append(plan)
+                    _repair(store, plan)
+        except DoctorError as exc:
+            exc.repaired, exc.backup = repaired, report.backup
+            raise
+        repaired += [plan.entry.session_id for plan in batch if plan.entry.fix == "fixed"]
+
+
+def _repair(store: Store, plan: _Planned) -> None:
+    entry = plan.entry
+    repair = plan.repair
+    if not store.repair(
+        entry.session_id, plan.rows, repair.updates, repair.deletions, plan.predicted
+    ):
+        entry.fix, entry.repair, entry.after = "skipped", None, None
+        entry.reason = (
+            "its rows changed while the doctor ran (a live writer): left untouched, "
+            "run the doctor again"
+        )

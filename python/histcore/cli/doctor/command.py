@@ -1,26 +1,47 @@
-"""``histcore doctor``: check, and with ``--fix`` repair, SQLite session stores.
+"""``histcore doctor``: check, and with ``--fix`` repair, session stores.
 
-It reads the tables histcore and the OpenAI Agents SDK share (``agent_sessions`` and
-``agent_messages(id, session_id, message_data TEXT, created_at)``) and reports, per
-session:
+It reads the tables histcore and the OpenAI Agents SDK share: a SQLite file (PATH:
+``agent_sessions`` and ``agent_messages(id, session_id, message_data TEXT,
+created_at)``) or histcore's PostgreSQL layout (--dsn). Per session it reports:
 
-* rows that are not valid JSON;
-* tool outputs stored before their call;
-* duplicate tool calls, and duplicate tool outputs, for one ``call_id``;
-* calls without an output (left by a run that crashed, or one paused for approval).
+* rows that are not valid JSON (not UTF-8, not JSON, nested too deeply to read),
+  rows that are JSON but not an item (42, null, [1, 2], "x"), and items whose call_id
+  is not a string: the sessions skip or choke on them, the rules cannot place them;
+* tool outputs stored before their call, and without any call;
+* duplicate tool calls, and duplicate tool outputs, for one call_id;
+* calls without an output; duplicate item ids; reasoning items without the item they
+  produced, and items without their reasoning item (the model-input rules the
+  Responses API enforces, checked by histcore.items.input_problems on the session as
+  the dedupe below leaves it);
+* as information only, calls at the end awaiting their output: a run paused for
+  approval stores its pending calls so, and resumes from them.
 
-``--fix`` first writes a backup next to the database (sqlite3's backup API), then
-repairs every session it safely can in one transaction, by histcore's latest-value
-dedupe rules restricted to tool calls and outputs: one row per call and per output, a
-call keeping its first row and an output its last, each holding the latest content.
-Rows keep their ids (the order) and the exact stored text. A session is not touched
-when it has rows that are not JSON (their content is unknown) or when an output would
-still precede its call (the rules cannot place it); the report says so. Calls without
-an output are reported but kept: the SDK stores a call awaiting approval exactly so,
-and leaves such calls out of model input itself.
+Rows whose session_id is NULL, a BLOB or not UTF-8 are read by no session: they are
+reported, never changed.
 
-Exit status: 0 nothing found (or, with ``--fix``, everything found was fixed), 1
-problems found or left, 2 the store cannot be read or the arguments are wrong.
+--fix first writes a backup of every session it changes (SQLite: PATH.bak-<time>, a
+SQLite file with the store's two tables holding those sessions' rows exactly, a
+session store of its own; PostgreSQL: a table <messages>_bak_<time>). Then, per
+session, it dedupes tool calls and outputs by histcore's latest-value rules (a call
+keeps its first row and an output its last, each holding the latest content), and
+drops, whole, every unit that still breaks a model-input rule: a reasoning run with
+the item it produced, a tool call with its outputs. User messages and calls awaiting
+approval are kept. Rows keep their ids and their exact stored text. Rows the rules
+cannot place are left as they are, and the rest of their session is repaired;
+--drop-invalid-rows deletes them too (the backup keeps them).
+
+The doctor works on a live store. It reads in short statements and holds no lock
+between them; it repairs in short write transactions (a session's repair is never
+split; a transaction takes in further sessions for 50 ms, and the doctor then stays
+off the lock as long), so a live writer waits milliseconds, not for the whole fix. A
+repair goes ahead only when its session still holds the rows it was planned on (and
+the backup holds); a session written to meanwhile is left untouched and reported, for
+the next run. A lock held by another process longer than --busy-timeout seconds stops
+the doctor with exit status 3. See docs/doctor.md.
+
+Exit status: 0 nothing found (or, with --fix, everything found was fixed; calls
+awaiting approval count as nothing), 1 problems found or left, 2 the store cannot be
+read or the arguments are wrong, 3 the store is locked by another process.
 """
 
 from __future__ import annotations
@@ -28,45 +49,105 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
-from histcore.cli.doctor.check import EXIT_ERROR, check_store
-from histcore.cli.doctor.read import DoctorError
+from histcore.cli.doctor.check import BUSY_TIMEOUT, EXIT_ERROR, EXIT_LOCKED, check_store
+from histcore.cli.doctor.read import (
+    MESSAGES_TABLE,
+    SESSIONS_TABLE,
+    DoctorError,
+    StoreLocked,
+    Tables,
+)
 from histcore.cli.doctor.report import render_json, render_text
 
 __all__ = ["HELP", "add_arguments", "run"]
 
-HELP = "check SQLite session stores for broken tool-call history (and --fix it)"
+HELP = "check session stores for history the model API rejects (and --fix it)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # --help shows this module's docstring past its title line, as written.
     parser.description = __doc__.split("\n\n", 1)[1] if __doc__ else HELP
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("path", metavar="PATH", help="SQLite database of a session store")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("path", nargs="?", metavar="PATH", help="SQLite database of a session store")
+    where.add_argument(
+        "--dsn", help="PostgreSQL connection string of a session store (the postgres extra)"
+    )
     parser.add_argument("--session", metavar="ID", help="check only this session")
     parser.add_argument(
         "--fix",
         action="store_true",
-        help="repair what can be repaired safely, after writing PATH.bak-<time>",
+        help="repair what can be repaired safely, after writing a backup",
+    )
+    parser.add_argument(
+        "--drop-invalid-rows",
+        action="store_true",
+        help="with --fix: also delete rows that are not valid JSON or not items "
+        "(the backup keeps them)",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
+    parser.add_argument(
+        "--busy-timeout",
+        type=float,
+        default=BUSY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"wait this long for another process's lock (default {BUSY_TIMEOUT:g})",
+    )
+    parser.add_argument("--sessions-table", default=SESSIONS_TABLE, metavar="NAME")
+    parser.add_argument("--messages-table", default=MESSAGES_TABLE, metavar="NAME")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Check (or fix) ``args.path``, print the report to ``out``; return the exit status."""
+    """Check (or fix) the store, print the report to ``out``; return the exit status."""
     stdout = out if out is not None else sys.stdout
     stderr = err if err is not None else sys.stderr
+    where = args.path if args.path is not None else _described(args.dsn)
     try:
-        report = check_store(args.path, session=args.session, fix=args.fix)
+        if args.drop_invalid_rows and not args.fix:
+            raise DoctorError("--drop-invalid-rows needs --fix")
+        report = check_store(
+            args.path,
+            session=args.session,
+            fix=args.fix,
+            dsn=args.dsn,
+            drop_invalid_rows=args.drop_invalid_rows,
+            busy_timeout=args.busy_timeout,
+            tables=Tables(args.sessions_table, args.messages_table),
+        )
     except DoctorError as exc:
+        code = EXIT_LOCKED if isinstance(exc, StoreLocked) else EXIT_ERROR
         if args.json:
-            error = {"path": args.path, "error": str(exc), "exit_code": EXIT_ERROR}
-            stdout.write(json.dumps(error) + "\n")
+            stdout.write(json.dumps(_error_json(where, exc, code)) + "\n")
         stderr.write(f"histcore doctor: error: {exc}\n")
-        return EXIT_ERROR
+        if exc.repaired:
+            stderr.write(
+                f"histcore doctor: sessions repaired before the error: "
+                f"{', '.join(map(repr, exc.repaired))} (the backup {exc.backup} holds them "
+                "as they were)\n"
+            )
+        return code
     if args.json:
         stdout.write(json.dumps(render_json(report), indent=2) + "\n")
     else:
         stdout.write(render_text(report) + "\n")
     return report.exit_code
+
+
+def _described(dsn: str) -> str:
+    """The DSN for messages: never its password."""
+    try:
+        from histcore.sessions.postgres import describe_dsn
+    except ImportError:
+        return "<dsn>"
+    return describe_dsn(dsn)
+
+
+def _error_json(where: str | None, exc: DoctorError, code: int) -> dict[str, Any]:
+    error: dict[str, Any] = {"path": where, "error": str(exc), "exit_code": code}
+    if isinstance(exc, StoreLocked):
+        error["locked"] = True
+    if exc.repaired or exc.backup:
+        error["repaired"], error["backup"] = exc.repaired, exc.backup
+    return error

@@ -1,4 +1,18 @@
-"""What is wrong with one session's rows: the findings reported and repaired."""
+"""What is wrong with one session's rows: the findings reported and repaired.
+
+Rows the rules cannot place are set aside first: rows that are not valid JSON (not
+UTF-8, not JSON, nested too deeply to read, NULL), rows that are JSON but not an item
+(not an object: ``42``, ``null``, ``[1, 2]``, ``"x"``) and items whose ``call_id`` is
+not a string. The other rows are the session's *items*.
+
+On the items: tool outputs stored before their call, and duplicate tool calls and
+outputs (what the dedupe step of a repair collapses, ``dedupe.py``). Then the engine's
+model-input checker (``histcore.items.input_problems``) runs over the items as that
+dedupe leaves them, with the stored items as ``history``: outputs without a call,
+calls without an output, duplicate ids, reasoning items without the item they produced
+and items without their reasoning item. A call at the end that awaits its output (a
+run paused for approval) is reported as information, not as a problem.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +20,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from histcore.cli.doctor.dedupe import Dedupe, dedupe
 from histcore.cli.doctor.read import Row
-from histcore.engine import items as engine
-from histcore.engine.pairing import outputs_before_call, pair_key, tool_role
-from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
+from histcore.engine.items import InputProblem, input_problems
+from histcore.engine.pairing import outputs_before_call
 
-__all__ = ["Findings", "diagnose"]
+__all__ = ["AWAITING", "UNIT_KINDS", "Analysis", "Findings", "Spot", "analyse", "diagnose"]
+
+#: The engine's problem kinds the doctor reports, each with its count's key.
+UNIT_KINDS = {
+    "output_without_call": "output_without_call",
+    "call_without_output": "calls_without_output",
+    "duplicate_id": "duplicate_id",
+    "reasoning_without_item": "reasoning_without_item",
+    "item_without_reasoning": "item_without_reasoning",
+}
+#: The one kind that is information: a call paused for approval, awaiting its output.
+AWAITING = "call_awaiting_output"
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Where a model-input rule breaks: the row, and its call_id or item id ("" if none)."""
+
+    row_id: int
+    detail: str
 
 
 @dataclass
@@ -19,68 +52,109 @@ class Findings:
     """What is wrong with one session. Counts are of items (rows) involved."""
 
     invalid_rows: list[int] = field(default_factory=list)
+    #: row id -> why it is not valid JSON
+    invalid_reasons: dict[int, str] = field(default_factory=dict)
+    not_items: list[int] = field(default_factory=list)
+    bad_call_ids: list[int] = field(default_factory=list)
     outputs_before_call: list[str] = field(default_factory=list)
     duplicate_calls: dict[str, int] = field(default_factory=dict)
     duplicate_outputs: dict[str, int] = field(default_factory=dict)
-    calls_without_output: list[str] = field(default_factory=list)
+    #: engine kind (a key of UNIT_KINDS) -> where it breaks
+    unit: dict[str, list[Spot]] = field(default_factory=dict)
+    #: calls at the end awaiting their output (information)
+    awaiting: list[Spot] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
+        spots = {key: len(self.unit.get(kind, ())) for kind, key in UNIT_KINDS.items()}
         return {
             "invalid_json": len(self.invalid_rows),
+            "not_item": len(self.not_items),
+            "non_string_call_id": len(self.bad_call_ids),
             "output_before_call": len(self.outputs_before_call),
+            "output_without_call": spots["output_without_call"],
             "duplicate_calls": sum(self.duplicate_calls.values()),
             "duplicate_outputs": sum(self.duplicate_outputs.values()),
-            "calls_without_output": len(self.calls_without_output),
+            "calls_without_output": spots["calls_without_output"],
+            "duplicate_id": spots["duplicate_id"],
+            "reasoning_without_item": spots["reasoning_without_item"],
+            "item_without_reasoning": spots["item_without_reasoning"],
         }
+
+    def info(self) -> dict[str, int]:
+        return {AWAITING: len(self.awaiting)}
 
     @property
     def clean(self) -> bool:
         return not any(self.counts().values())
 
-    def repairable_counts(self) -> dict[str, int]:
-        """The problems ``--fix`` removes (all but calls without an output)."""
-        counts = self.counts()
-        counts.pop("calls_without_output")
-        return counts
+    @property
+    def set_aside(self) -> list[int]:
+        """Row ids of the rows the rules cannot place (not JSON, not items, bad call_id)."""
+        return sorted(self.invalid_rows + self.not_items + self.bad_call_ids)
+
+
+@dataclass
+class Analysis:
+    """One session read through the rules: what ``diagnose`` reports and ``--fix`` uses."""
+
+    rows: list[Row]
+    #: positions (into ``rows``) of the session's items, and the items
+    item_rows: list[int]
+    items: list[Any]
+    dedupe: Dedupe
+    #: the items as the dedupe leaves them (objects of ``items``)
+    deduped: list[Any]
+    #: the engine's problems of ``deduped``, by position into it
+    problems: list[InputProblem]
+    findings: Findings
+
+    def row_of(self, deduped_position: int) -> Row:
+        """The row that holds the item at ``deduped_position`` after the dedupe."""
+        return self.rows[self.item_rows[self.dedupe.kept[deduped_position]]]
 
 
 def diagnose(rows: Sequence[Row]) -> Findings:
     """The problems of one session's rows (in id order)."""
-    findings = Findings(invalid_rows=[row.row_id for row in rows if not row.valid])
-    items = [row.item for row in rows if row.valid]
+    return analyse(rows).findings
+
+
+def analyse(rows: Sequence[Row]) -> Analysis:
+    """One session's rows (in id order) through every rule."""
+    findings = Findings()
+    item_rows = _set_aside(rows, findings)
+    items = [rows[position].item for position in item_rows]
     early = outputs_before_call(items)
     findings.outputs_before_call = [items[position]["call_id"] for position in early]
-    findings.duplicate_calls, findings.duplicate_outputs = _duplicates(items)
-    findings.calls_without_output = _calls_without_output(items)
-    return findings
+    plan = dedupe(items)
+    findings.duplicate_calls, findings.duplicate_outputs = (
+        plan.duplicate_calls,
+        plan.duplicate_outputs,
+    )
+    deduped = [items[position] for position in plan.content]
+    problems = input_problems(deduped, history=items)
+    analysis = Analysis(list(rows), item_rows, items, plan, deduped, problems, findings)
+    for problem in problems:
+        spot = Spot(analysis.row_of(problem.position).row_id, problem.detail or "")
+        if problem.kind == AWAITING:
+            findings.awaiting.append(spot)
+        elif problem.kind == "output_without_call" and plan.kept[problem.position] in early:
+            continue  # reported as stored before its call
+        elif problem.kind in UNIT_KINDS:
+            findings.unit.setdefault(problem.kind, []).append(spot)
+    return analysis
 
 
-def _duplicates(items: Sequence[Any]) -> tuple[dict[str, int], dict[str, int]]:
-    # Rows beyond the first of one (role, pair key), per call_id: of calls, of outputs.
-    seen: dict[tuple[str, str, str], int] = {}
-    for item in items:
-        kind = tool_role(item)
-        if kind is not None:
-            key = (kind, *pair_key(item))
-            seen[key] = seen.get(key, 0) + 1
-    calls: dict[str, int] = {}
-    outputs: dict[str, int] = {}
-    for (role, _, call_id), count in seen.items():
-        if count > 1:
-            duplicates = calls if role == "call" else outputs
-            duplicates[call_id] = duplicates.get(call_id, 0) + count - 1
-    return calls, outputs
-
-
-def _calls_without_output(items: Sequence[Any]) -> list[str]:
-    # The calls the engine's orphan pruning drops (with their reasoning: hence the type
-    # test). A call_id that is not a string is listed as "".
-    kept = {id(item) for item in engine.drop_orphan_function_calls(items)}
-    dangling = [
-        item
-        for item in items
-        if id(item) not in kept
-        and isinstance(item, dict)
-        and item.get("type") in CALL_TO_OUTPUT_TYPE
-    ]
-    return [item["call_id"] if isinstance(item.get("call_id"), str) else "" for item in dangling]
+def _set_aside(rows: Sequence[Row], findings: Findings) -> list[int]:
+    """Record the rows the rules cannot place; the positions of the others."""
+    kept = []
+    for position, row in enumerate(rows):
+        if not row.valid:
+            findings.invalid_rows.append(row.row_id)
+            findings.invalid_reasons[row.row_id] = row.reason or "not JSON"
+        elif not isinstance(row.item, dict):
+            findings.not_items.append(row.row_id)
+        elif "call_id" in row.item and not isinstance(row.item["call_id"], str):
+            findings.bad_call_ids.append(row.row_id)
+        else:
+            kept.append(position)
+    return kept

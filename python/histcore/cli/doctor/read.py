@@ -1,32 +1,75 @@
-"""Opening a session store and reading its rows, exactly as stored."""
+"""Rows exactly as stored, decoded as the sessions decode them, and the SQLite store.
+
+A ``Store`` (SQLite here, PostgreSQL in ``postgres.py``) gives the doctor what it needs
+of a session store: the session ids, the rows no session reads, one session's rows (each
+read a statement of its own, so no lock is held between them), a backup, and the repair
+of one session in one short write transaction.
+"""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 import sqlite3
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "MESSAGES_TABLE",
     "SESSIONS_TABLE",
     "DoctorError",
     "Row",
-    "connect",
-    "read_rows",
+    "SQLiteStore",
+    "Store",
+    "StoreLocked",
+    "Tables",
+    "backup_stamp",
+    "decode_text",
     "row_ids_text",
-    "session_ids",
+    "stored_form",
 ]
 
 SESSIONS_TABLE = "agent_sessions"
 MESSAGES_TABLE = "agent_messages"
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
+# The longest pause after a repair's transaction (see SQLiteStore.transaction).
+_MAX_PAUSE = 1.0
+# Rows (rowids) a statement reads at most, where a read need not be one snapshot.
+_CHUNK = 10_000
 
 
 class DoctorError(Exception):
     """The store cannot be checked (missing, not SQLite, not a session store, ...)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        #: sessions whose repair was committed before the error (each is whole)
+        self.repaired: list[str] = []
+        #: the backup written before the first repair, if one was
+        self.backup: str | None = None
+
+
+class StoreLocked(DoctorError):
+    """Another process holds a lock the doctor waited for in vain."""
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The two tables of a session store (the SDK's names by default)."""
+
+    sessions: str = SESSIONS_TABLE
+    messages: str = MESSAGES_TABLE
+
+    def __post_init__(self) -> None:
+        for name in (self.sessions, self.messages):
+            if not _TABLE_NAME.match(name):
+                raise DoctorError(f"{name!r} is not a plain SQL table name")
 
 
 @dataclass(frozen=True)
@@ -35,69 +78,373 @@ class Row:
     data: Any  # message_data exactly as stored (written back unchanged)
     item: Any  # the decoded item, when ``valid``
     valid: bool
+    #: why the row is not valid JSON (not UTF-8, not JSON, nested too deeply, NULL, ...)
+    reason: str | None = None
 
 
-def _decode(data: Any) -> tuple[Any, bool]:
-    # As the SDK's SQLiteSession reads a row: json.loads, skipping what fails.
+def stored_form(rows: Sequence[Row]) -> list[tuple[int, Any]]:
+    """The rows as a repair compares them: ids and stored data."""
+    return [(row.row_id, row.data) for row in rows]
+
+
+def decode_text(row_id: int, data: Any, text: str | None, reason: str | None = None) -> Row:
+    """The row stored as ``data``, whose JSON text is ``text`` (None: ``reason`` says
+    why there is none). Decoded as the SDK's sessions decode it: ``json.loads``."""
+    if text is None:
+        return Row(row_id, data, None, False, reason or "not JSON text")
     try:
-        return json.loads(data), True
-    except (ValueError, TypeError):
-        return None, False
-
-
-def read_rows(connection: sqlite3.Connection, session_id: str) -> list[Row]:
-    """One session's rows in id order (the conversation's order)."""
-    cursor = connection.execute(
-        f"SELECT id, message_data FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id ASC",
-        (session_id,),
-    )
-    rows = []
-    for row_id, data in cursor.fetchall():
-        item, valid = _decode(data)
-        rows.append(Row(int(row_id), data, item, valid))
-    return rows
-
-
-def _tables(connection: sqlite3.Connection) -> set[str]:
-    return {
-        name
-        for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    }
-
-
-def session_ids(connection: sqlite3.Connection) -> list[str]:
-    """Every session with rows, or registered in ``agent_sessions`` without any."""
-    query = f"SELECT DISTINCT session_id FROM {MESSAGES_TABLE}"
-    if SESSIONS_TABLE in _tables(connection):
-        query += f" UNION SELECT session_id FROM {SESSIONS_TABLE}"
-    return sorted(str(sid) for (sid,) in connection.execute(query))
-
-
-def connect(path: str, writable: bool) -> sqlite3.Connection:
-    """A connection to an existing session store; raises DoctorError for anything else.
-
-    The URI modes never create a file, and read-only stays read-only. No implicit
-    transactions (isolation_level=None): the caller opens and ends its own.
-    """
-    if not os.path.isfile(path):
-        raise DoctorError(f"{path}: no such file")
-    uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
-    try:
-        connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
-    except sqlite3.DatabaseError as exc:
-        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
-    try:
-        tables = _tables(connection)
-    except sqlite3.DatabaseError as exc:
-        connection.close()
-        raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
-    if MESSAGES_TABLE not in tables:
-        connection.close()
-        raise DoctorError(f"{path}: not a session store (it has no {MESSAGES_TABLE} table)")
-    return connection
+        return Row(row_id, data, json.loads(text), True)
+    except RecursionError:
+        return Row(row_id, data, None, False, "nested too deeply to read")
+    except ValueError:
+        return Row(row_id, data, None, False, "not JSON")
 
 
 def row_ids_text(row_ids: Sequence[int], limit: int = 8) -> str:
     """Row ids for a message: the first ``limit``, then how many there are in all."""
     shown = ", ".join(map(str, row_ids[:limit]))
     return shown + (f", ... ({len(row_ids)} in all)" if len(row_ids) > limit else "")
+
+
+def backup_stamp() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+class Store(Protocol):
+    """What the doctor reads and writes; every failure is a DoctorError."""
+
+    name: str
+
+    def session_ids(self) -> list[str]:
+        """Every session with rows, or registered without any."""
+        ...
+
+    def rows_without_session(self) -> dict[str, list[int]]:
+        """Row ids no session reads, by why: ``{"null": [...], "blob": [...], ...}``
+        (after ``session_ids``)."""
+        ...
+
+    def read_rows(self, session_id: str) -> list[Row]:
+        """One session's rows in id order (the conversation's order)."""
+        ...
+
+    def write_backup(self, session_ids: Sequence[str]) -> str:
+        """Save (at least) these sessions' rows as they are; where they went."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction: committed when the block ends, rolled back on an error."""
+        ...
+
+    def repair(
+        self,
+        session_id: str,
+        expected: Sequence[Row],
+        updates: Sequence[tuple[int, int, Any]],
+        deletions: Sequence[int],
+        predicted: Sequence[Row],
+    ) -> bool:
+        """Inside ``transaction()``: when the session still holds ``expected``, give
+        each ``(row id, source row id, source data)`` row its source's data, delete
+        ``deletions`` and check the session now reads as ``predicted`` (DoctorError if
+        not). False, and nothing changed, when the session changed since it was read."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _sqlite_failure(name: str, exc: sqlite3.Error) -> DoctorError:
+    code = getattr(exc, "sqlite_errorname", "")
+    text = str(exc)
+    if code in ("SQLITE_BUSY", "SQLITE_LOCKED") or "database is locked" in text:
+        return StoreLocked(
+            f"{name}: the database is locked by another process ({text}); try again when "
+            "it is done (--busy-timeout waits longer)"
+        )
+    return DoctorError(f"{name}: {text}")
+
+
+class SQLiteStore:
+    """A SQLite session store, opened read-only unless ``writable``.
+
+    The URI modes never create a file, and read-only stays read-only. No implicit
+    transactions (isolation_level=None): each read is one statement, and
+    ``transaction()`` opens and ends the repairs' own. ``busy_timeout``: seconds to
+    wait for another process's lock before StoreLocked.
+    """
+
+    def __init__(
+        self, path: str, *, writable: bool, busy_timeout: float, tables: Tables | None = None
+    ) -> None:
+        if os.path.isdir(path):
+            raise DoctorError(f"{path}: is a directory, not a SQLite database file")
+        if not os.path.isfile(path):
+            raise DoctorError(f"{path}: no such file")
+        self.name = path
+        self._tables = tables = tables if tables is not None else Tables()
+        uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
+        try:
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout)
+        except sqlite3.DatabaseError as exc:
+            raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+        try:
+            names = self._table_names()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            failure = _sqlite_failure(path, exc)
+            if isinstance(failure, StoreLocked):
+                raise failure from exc
+            raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+        if tables.messages not in names:
+            self._conn.close()
+            raise DoctorError(f"{path}: not a session store (it has no {tables.messages} table)")
+        self._has_sessions_table = tables.sessions in names
+        self._without_session: dict[str, list[int]] = {}
+
+    def _table_names(self) -> set[str]:
+        query = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        return {str(name) for (name,) in self._conn.execute(query)}
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _sqlite_failure(self.name, exc) from exc
+
+    def _chunks(self, table: str, columns: str) -> Iterator[list[tuple[Any, ...]]]:
+        # A whole table, _CHUNK rows (in rowid order) a statement: in a rollback-journal
+        # store a reader holds writers off for as long as its statement runs.
+        after = -(2**63)
+        with self._errors():
+            while True:
+                chunk = self._conn.execute(
+                    f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                    (after, _CHUNK),
+                ).fetchall()
+                yield [row[1:] for row in chunk]
+                if len(chunk) < _CHUNK:
+                    return
+                after = chunk[-1][0]
+
+    def session_ids(self) -> list[str]:
+        # Read as bytes, so a session id that is not UTF-8 cannot stop the whole check:
+        # no session can read its rows, and rows_without_session reports them.
+        decoded: dict[bytes, str | None] = {}
+        self._without_session = {}
+        for chunk in self._chunks(
+            self._tables.messages, "id, typeof(session_id), CAST(session_id AS BLOB)"
+        ):
+            for row_id, kind, raw in chunk:
+                why = str(kind) if kind != "text" else None
+                if why is None and _decoded(decoded, raw) is None:
+                    why = "not_utf8"
+                if why is not None:
+                    self._without_session.setdefault(why, []).append(int(row_id))
+        if self._has_sessions_table:
+            for chunk in self._chunks(
+                self._tables.sessions, "typeof(session_id), CAST(session_id AS BLOB)"
+            ):
+                for kind, raw in chunk:
+                    if kind == "text":
+                        _decoded(decoded, raw)
+        for row_ids in self._without_session.values():
+            row_ids.sort()
+        return sorted(value for value in decoded.values() if value is not None)
+
+    def rows_without_session(self) -> dict[str, list[int]]:
+        return self._without_session
+
+    def read_rows(self, session_id: str) -> list[Row]:
+        with self._errors():
+            return self._read(session_id)
+
+    def _read(self, session_id: str) -> list[Row]:
+        # In chunks of rows, each fetched before it is decoded, so no statement holds
+        # writers off for long. Not one snapshot, but a repair compares the session
+        # under the write lock before it changes anything.
+        rows: list[Row] = []
+        after = -(2**63)
+        while True:
+            chunk = self._conn.execute(
+                f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
+                f"FROM {self._tables.messages} WHERE session_id = ? AND id > ? "
+                "ORDER BY id ASC LIMIT ?",
+                (session_id, after, _CHUNK),
+            ).fetchall()
+            rows += [_sqlite_row(int(row_id), raw, str(kind)) for row_id, raw, kind in chunk]
+            if len(chunk) < _CHUNK:
+                return rows
+            after = rows[-1].row_id
+
+    def _stored(self, session_id: str) -> list[tuple[int, Any]]:
+        # What a repair compares under the write lock: ids and stored data, undecoded.
+        found = self._conn.execute(
+            f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
+            f"FROM {self._tables.messages} WHERE session_id = ? ORDER BY id ASC",
+            (session_id,),
+        ).fetchall()
+        return [(int(row_id), _stored_data(raw, str(kind))) for row_id, raw, kind in found]
+
+    def write_backup(self, session_ids: Sequence[str]) -> str:
+        """Copy every row of ``session_ids`` to ``PATH.bak-<UTC time>`` (never
+        overwriting one): a SQLite file with the store's own two tables, so a store of
+        its own, holding the rows with their ids and stored values exactly."""
+        target = f"{self.name}.bak-{backup_stamp()}"
+        suffix = 1
+        while os.path.exists(target):
+            suffix += 1
+            target = f"{self.name}.bak-{backup_stamp()}-{suffix}"
+        try:
+            self._create_tables_in(target)
+            self._copy_sessions_to(target, session_ids)
+        except (sqlite3.Error, OSError) as exc:
+            if os.path.exists(target):
+                os.remove(target)
+            failure = (
+                _sqlite_failure(self.name, exc)
+                if isinstance(exc, sqlite3.Error)
+                else DoctorError(f"{self.name}: {exc}")
+            )
+            message = f"{failure}; writing the backup {target} failed, nothing was changed"
+            raise type(failure)(message) from exc
+        return target
+
+    def _tables_present(self) -> list[str]:
+        tables = [self._tables.sessions] if self._has_sessions_table else []
+        return [*tables, self._tables.messages]
+
+    def _create_tables_in(self, target: str) -> None:
+        # The tables' own CREATE statements: the same columns, types and affinities.
+        statements = dict(
+            self._conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                (self._tables.sessions, self._tables.messages),
+            ).fetchall()
+        )
+        destination = sqlite3.connect(target, isolation_level=None)
+        try:
+            for table in self._tables_present():
+                destination.execute(statements[table])
+        finally:
+            destination.close()
+
+    def _copy_sessions_to(self, target: str, session_ids: Sequence[str]) -> None:
+        # One statement per session and table, so the store is read-locked no longer
+        # than that (a rollback-journal store's writers wait for readers); SQLite copies
+        # the values, storage classes and all. Synced to disk once, at the end.
+        uri = Path(target).absolute().as_uri() + "?mode=rw"
+        self._conn.execute("ATTACH DATABASE ? AS doctor_backup", (uri,))
+        try:
+            self._conn.execute("PRAGMA doctor_backup.journal_mode = OFF")
+            self._conn.execute("PRAGMA doctor_backup.synchronous = OFF")
+            for session_id in session_ids:
+                for table in self._tables_present():
+                    self._conn.execute(
+                        f"INSERT INTO doctor_backup.{table} SELECT * FROM main.{table} "
+                        "WHERE session_id = ?",
+                        (session_id,),
+                    )
+        finally:
+            self._conn.execute("DETACH DATABASE doctor_backup")
+        descriptor = os.open(target, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        # The write lock from a repair's re-read to the commit, so no writer slips in
+        # between; committed at the end of the block, rolled back on any error.
+        started = time.monotonic()
+        with self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._rollback()
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        # Then as long without the lock: a writer's busy handler polls for the lock
+        # (every 100 ms at worst), and transactions back to back would leave it no gap.
+        time.sleep(min(time.monotonic() - started, _MAX_PAUSE))
+
+    def repair(
+        self,
+        session_id: str,
+        expected: Sequence[Row],
+        updates: Sequence[tuple[int, int, Any]],
+        deletions: Sequence[int],
+        predicted: Sequence[Row],
+    ) -> bool:
+        with self._errors():
+            if self._stored(session_id) != stored_form(expected):
+                return False
+            messages = self._tables.messages
+            self._conn.executemany(
+                f"UPDATE {messages} SET message_data = ? WHERE id = ? AND session_id = ?",
+                [(data, row_id, session_id) for row_id, _, data in updates],
+            )
+            self._conn.executemany(
+                f"DELETE FROM {messages} WHERE id = ? AND session_id = ?",
+                [(row_id, session_id) for row_id in deletions],
+            )
+            if self._stored(session_id) != stored_form(predicted):
+                raise DoctorError(
+                    f"{self.name}: session {session_id!r} did not read back as its repair "
+                    "planned; nothing of this transaction was changed"
+                )
+        return True
+
+    def _rollback(self) -> None:
+        # SQLite ends the transaction itself on some errors (a full disk among them):
+        # then there is nothing to roll back, and the original error is what matters.
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _decoded(cache: dict[bytes, str | None], raw: bytes) -> str | None:
+    """``raw`` as UTF-8 text, or None when it is not (remembered in ``cache``)."""
+    value = bytes(raw)
+    if value not in cache:
+        try:
+            cache[value] = value.decode("utf-8")
+        except UnicodeDecodeError:
+            cache[value] = None
+    return cache[value]
+
+
+def _stored_data(raw: bytes | None, kind: str) -> Any:
+    # A TEXT row is kept as str and a BLOB row as bytes, so a row written back keeps
+    # its storage class; TEXT that is not UTF-8 stays bytes, and NULL, INTEGER and REAL
+    # (what the SDK's json.loads refuses) are None.
+    if kind not in ("text", "blob") or raw is None:
+        return None
+    if kind == "blob":
+        return bytes(raw)
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return bytes(raw)
+
+
+def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
+    data = _stored_data(raw, kind)
+    if data is None:
+        return decode_text(row_id, None, None, f"message_data is {kind.upper()}, not text")
+    try:
+        text = data if isinstance(data, str) else data.decode("utf-8")
+    except UnicodeDecodeError:
+        return decode_text(row_id, data, None, "not valid UTF-8")
+    return decode_text(row_id, data, text)

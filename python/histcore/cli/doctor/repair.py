@@ -1,141 +1,93 @@
-"""``--fix``: the row changes that repair one session, the backup written before any,
-and applying them inside the caller's transaction.
+"""``--fix``: the row changes that repair one session, and the rows it leaves.
 
-The rules are histcore's latest-value dedupe restricted to tool calls and outputs: one
-row per call and per output, a call keeping its first row and an output its last, each
-holding the latest stored text. Every plan is cross-checked against the engine's dedupe.
+Two steps, both on the session's items (rows the rules cannot place are left where they
+are, or with ``--drop-invalid-rows`` deleted):
+
+1. the dedupe of tool calls and outputs (``dedupe.py``): a call keeps its first row and
+   an output its last, each holding the latest stored text;
+2. the model-input units (``histcore.items.repair_input``, with the stored items as
+   ``history``): a reasoning run with the item it produced, and a tool call with its
+   outputs, are kept or dropped whole; every unit that breaks a rule is dropped. User
+   messages are never dropped, and a call at the end awaiting its output (a run paused
+   for approval) is kept with its unit, so the run can resume.
+
+Rows keep their ids (the order) and their exact stored text.
 """
 
 from __future__ import annotations
 
-import datetime
-import os
-import sqlite3
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from histcore.cli.doctor.read import MESSAGES_TABLE, Row, row_ids_text
-from histcore.engine import items as engine
-from histcore.engine.pairing import outputs_before_call, pair_key, tool_role
+from histcore.cli.doctor.diagnose import AWAITING, Analysis
+from histcore.cli.doctor.read import Row
+from histcore.engine.items import repair_input
+from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 
-__all__ = ["Repair", "apply_repair", "plan_repair", "write_backup"]
-
-#: (role, call type, call_id) -> positions of that call's (or output's) rows, in order
-_Groups = dict[tuple[str, str, str], list[int]]
+__all__ = ["Repair", "plan_repair", "repaired_rows"]
 
 
 @dataclass(frozen=True)
 class Repair:
     """Row changes that repair one session: rewritten rows, then deleted rows."""
 
-    updates: tuple[tuple[int, Any], ...]
+    #: (row id, id of the row whose stored data it takes, that data)
+    updates: tuple[tuple[int, int, Any], ...]
     deletions: tuple[int, ...]
+    #: how many of the deletions each step made
+    deduped: int = 0
+    dropped_units: int = 0
+    dropped_invalid: int = 0
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.updates or self.deletions)
 
 
-class _Placeholder:
-    """Stands in for a row the repair leaves alone (never keyed, so never moved)."""
-
-    __slots__ = ("position",)
-
-    def __init__(self, position: int) -> None:
-        self.position = position
-
-
-def plan_repair(rows: Sequence[Row]) -> Repair | str:
-    """The repair of one session, or why it cannot be repaired safely."""
-    invalid = [row.row_id for row in rows if not row.valid]
-    if invalid:
-        return (
-            f"{len(invalid)} row(s) are not valid JSON (ids {row_ids_text(invalid)}): their "
-            "content is unknown, so no other row is moved or removed around them"
-        )
-    items = [row.item for row in rows]
-    groups = _tool_groups(items)
-    updates: list[tuple[int, Any]] = []
-    deletions: list[int] = []
-    content_row: dict[int, int] = {}  # kept position -> position whose stored text it holds
-    for (role, _, _), positions in groups.items():
-        latest = positions[-1]
-        # The anchoring rules: a call stays where it first was, an output where it last was.
-        anchor = positions[0] if role == "call" else latest
-        content_row[anchor] = latest
-        if anchor != latest:
-            updates.append((rows[anchor].row_id, rows[latest].data))
-        deletions += [rows[p].row_id for p in positions if p != anchor]
-
-    removed = set(deletions)
-    remaining = [p for p, row in enumerate(rows) if row.row_id not in removed]
-    repaired_positions = [content_row.get(p, p) for p in remaining]
-    # Cross-check: the rows that remain must read back as histcore's dedupe result.
-    if repaired_positions != _dedupe_positions(items, groups):
-        raise AssertionError("doctor repair plan disagrees with the dedupe rules")
-
-    repaired = [items[p] for p in repaired_positions]
-    early = [repaired[p]["call_id"] for p in outputs_before_call(repaired)]
-    if early:
-        return (
-            f"the output of call {', '.join(sorted(set(early)))} is stored before its call "
-            "with no later output: the dedupe rules cannot place it after the call, and "
-            "moving it would rewrite the conversation"
-        )
-    return Repair(tuple(updates), tuple(deletions))
+def plan_repair(analysis: Analysis, drop_invalid: bool = False) -> Repair:
+    """The repair of one analysed session (no changes when there is nothing to do)."""
+    rows, plan = analysis.rows, analysis.dedupe
+    item_row = [rows[position] for position in analysis.item_rows]
+    deduped = [item_row[position].row_id for position in plan.removed]
+    dropped = {analysis.row_of(position).row_id for position in _unit_drops(analysis)}
+    updates = tuple(
+        (item_row[anchor].row_id, item_row[source].row_id, item_row[source].data)
+        for anchor, source in zip(plan.kept, plan.content, strict=True)
+        if anchor != source and item_row[anchor].row_id not in dropped
+    )
+    invalid = analysis.findings.set_aside if drop_invalid else []
+    deletions = tuple(sorted([*deduped, *dropped, *invalid]))
+    return Repair(updates, deletions, len(deduped), len(dropped), len(invalid))
 
 
-def _tool_groups(items: Sequence[Any]) -> _Groups:
-    groups: _Groups = {}
-    for position, item in enumerate(items):
-        kind = tool_role(item)
-        if kind is not None:
-            groups.setdefault((kind, *pair_key(item)), []).append(position)
-    return groups
+def _unit_drops(analysis: Analysis) -> list[int]:
+    """Positions (into ``analysis.deduped``) of the items in units to drop."""
+    awaiting = [problem.position for problem in analysis.problems if problem.kind == AWAITING]
+    if len(awaiting) == len(analysis.problems):
+        return []
+    # A call awaiting approval is no problem here: an output standing in for the one
+    # the resumed run will store makes the engine keep its unit like any other.
+    deduped = analysis.deduped
+    probe = deduped + [_stand_in_output(deduped[position]) for position in awaiting]
+    kept = {id(item) for item in repair_input(probe, history=analysis.items)}
+    return [position for position, item in enumerate(deduped) if id(item) not in kept]
 
 
-def _dedupe_positions(items: Sequence[Any], groups: _Groups) -> list[int]:
-    # The engine's dedupe of the items, with every non-tool item hidden behind a
-    # placeholder (so only tool items collapse), as positions into ``items``; a tool
-    # item comes back holding its group's latest value, so it maps to that position.
-    proxies = [
-        item if tool_role(item) is not None else _Placeholder(position)
-        for position, item in enumerate(items)
-    ]
-    latest_position = {id(items[positions[-1]]): positions[-1] for positions in groups.values()}
+def _stand_in_output(call: dict[str, Any]) -> dict[str, Any]:
+    return {"type": CALL_TO_OUTPUT_TYPE[call["type"]], "call_id": call["call_id"], "output": ""}
+
+
+def repaired_rows(rows: Sequence[Row], repair: Repair) -> list[Row]:
+    """The session's rows as they read after ``repair``."""
+    deleted = set(repair.deletions)
+    source = {row_id: source_id for row_id, source_id, _ in repair.updates}
+    by_id = {row.row_id: row for row in rows}
     return [
-        proxy.position if isinstance(proxy, _Placeholder) else latest_position[id(proxy)]
-        for proxy in engine.deduplicate_input_items_preferring_latest(proxies)
+        row
+        if row.row_id not in source
+        else dataclasses.replace(by_id[source[row.row_id]], row_id=row.row_id)
+        for row in rows
+        if row.row_id not in deleted
     ]
-
-
-def apply_repair(connection: sqlite3.Connection, session_id: str, repair: Repair) -> None:
-    """Write ``repair`` in the caller's open transaction (committing is the caller's)."""
-    connection.executemany(
-        f"UPDATE {MESSAGES_TABLE} SET message_data = ? WHERE id = ? AND session_id = ?",
-        [(data, row_id, session_id) for row_id, data in repair.updates],
-    )
-    connection.executemany(
-        f"DELETE FROM {MESSAGES_TABLE} WHERE id = ? AND session_id = ?",
-        [(row_id, session_id) for row_id in repair.deletions],
-    )
-
-
-def write_backup(path: str) -> str:
-    """Copy the store to ``PATH.bak-<UTC time>`` (never overwriting one); return its path."""
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = f"{path}.bak-{stamp}"
-    suffix = 1
-    while os.path.exists(target):
-        suffix += 1
-        target = f"{path}.bak-{stamp}-{suffix}"
-    # A second, read-only connection: it sees the last committed state, which the
-    # caller's open write transaction keeps unchanged until it commits.
-    source = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
-    try:
-        destination = sqlite3.connect(target)
-        try:
-            source.backup(destination)
-        finally:
-            destination.close()
-    finally:
-        source.close()
-    return target

@@ -5,20 +5,53 @@ from __future__ import annotations
 from typing import Any
 
 from histcore.cli.doctor.check import SessionReport, StoreReport
-from histcore.cli.doctor.diagnose import Findings
+from histcore.cli.doctor.diagnose import AWAITING, UNIT_KINDS, Findings, Spot
 from histcore.cli.doctor.read import row_ids_text
 
 __all__ = ["render_json", "render_text"]
 
 _LABELS = {
     "invalid_json": ("row that is not valid JSON", "rows that are not valid JSON"),
+    "not_item": ("row that is JSON but not an item", "rows that are JSON but not items"),
+    "non_string_call_id": (
+        "item whose call_id is not a string",
+        "items whose call_id is not a string",
+    ),
     "output_before_call": (
         "tool output stored before its call",
         "tool outputs stored before their call",
     ),
+    "output_without_call": ("tool output without a call", "tool outputs without a call"),
     "duplicate_calls": ("duplicate tool call", "duplicate tool calls"),
     "duplicate_outputs": ("duplicate tool output", "duplicate tool outputs"),
     "calls_without_output": ("call without an output", "calls without an output"),
+    "duplicate_id": ("item with a duplicate id", "items with a duplicate id"),
+    "reasoning_without_item": (
+        "reasoning item without the item it produced",
+        "reasoning items without the item they produced",
+    ),
+    "item_without_reasoning": (
+        "item without its reasoning item",
+        "items without their reasoning item",
+    ),
+    AWAITING: (
+        "call awaiting its output (paused for approval: kept)",
+        "calls awaiting their output (paused for approval: kept)",
+    ),
+}
+# Detail lines of the model-input findings, by engine kind.
+_UNIT_DETAIL = {
+    "output_without_call": "output without a call",
+    "call_without_output": "call without an output",
+    "duplicate_id": "duplicate id",
+    "reasoning_without_item": "reasoning without its item",
+    "item_without_reasoning": "item without its reasoning",
+    AWAITING: "awaiting its output",
+}
+_WITHOUT_SESSION = {
+    "null": "a NULL session_id",
+    "blob": "a BLOB session_id",
+    "not_utf8": "a session_id that is not UTF-8",
 }
 
 
@@ -28,27 +61,43 @@ def _describe(counts: dict[str, int]) -> str:
         for name, count in counts.items()
         if count
     ]
-    return ", ".join(parts) if parts else "clean"
+    return ", ".join(parts)
 
 
 def render_text(report: StoreReport) -> str:
     """A header line, each session's findings (and with --fix what was done), a summary."""
     lines = [f"histcore doctor: {report.path}: {len(report.sessions)} session(s) checked"]
     for entry in report.sessions:
+        findings = entry.findings
+        found = _describe(findings.counts()) or "clean"
+        info = _describe(findings.info())
         lines.append(
-            f"session {entry.session_id!r} ({entry.rows} rows): "
-            f"{_describe(entry.findings.counts())}"
+            f"session {entry.session_id!r} ({entry.rows} rows): {found}"
+            + (f"; {info}" if info else "")
         )
-        lines += _detail_lines(entry.findings)
+        lines += _detail_lines(findings)
         lines += _fix_lines(entry)
+    lines += _without_session_lines(report.rows_without_session)
     lines.append(_summary(report))
     return "\n".join(lines)
 
 
+def _spots(spots: list[Spot]) -> str:
+    shown = [f"{spot.detail or '(no id)'} (row {spot.row_id})" for spot in spots[:8]]
+    return ", ".join(shown) + (f", ... ({len(spots)} in all)" if len(spots) > 8 else "")
+
+
 def _detail_lines(findings: Findings) -> list[str]:
     lines = []
-    if findings.invalid_rows:
-        lines.append(f"  not valid JSON: row ids {row_ids_text(findings.invalid_rows)}")
+    by_reason: dict[str, list[int]] = {}
+    for row_id in findings.invalid_rows:
+        by_reason.setdefault(findings.invalid_reasons.get(row_id, "not JSON"), []).append(row_id)
+    for reason, row_ids in by_reason.items():
+        lines.append(f"  not valid JSON ({reason}): row ids {row_ids_text(row_ids)}")
+    if findings.not_items:
+        lines.append(f"  JSON but not an item: row ids {row_ids_text(findings.not_items)}")
+    if findings.bad_call_ids:
+        lines.append(f"  call_id not a string: row ids {row_ids_text(findings.bad_call_ids)}")
     if findings.outputs_before_call:
         lines.append(f"  output before its call: {', '.join(findings.outputs_before_call)}")
     for label, found in (
@@ -57,34 +106,57 @@ def _detail_lines(findings: Findings) -> list[str]:
     ):
         if found:
             lines.append(f"  {label}: " + ", ".join(f"{k} (+{v})" for k, v in found.items()))
-    if findings.calls_without_output:
-        lines.append(
-            "  without an output: "
-            + ", ".join(c or "(no call_id)" for c in findings.calls_without_output)
-        )
+    for kind in UNIT_KINDS:
+        if findings.unit.get(kind):
+            lines.append(f"  {_UNIT_DETAIL[kind]}: {_spots(findings.unit[kind])}")
+    if findings.awaiting:
+        lines.append(f"  {_UNIT_DETAIL[AWAITING]}: {_spots(findings.awaiting)}")
     return lines
 
 
 def _fix_lines(entry: SessionReport) -> list[str]:
     lines = []
-    if entry.fix == "fixed" and entry.repair is not None:
+    repair = entry.repair
+    if entry.fix == "fixed" and repair is not None:
+        steps = [
+            f"{count} {what}"
+            for count, what in (
+                (repair.deduped, "duplicate(s)"),
+                (repair.dropped_units, "in broken units"),
+                (repair.dropped_invalid, "invalid"),
+            )
+            if count
+        ]
         lines.append(
-            f"  fixed: {len(entry.repair.deletions)} row(s) removed, "
-            f"{len(entry.repair.updates)} row(s) given their latest content"
+            f"  fixed: {len(repair.deletions)} row(s) removed ({', '.join(steps)}), "
+            f"{len(repair.updates)} row(s) given their latest content"
         )
-    elif entry.fix == "skipped":
-        lines.append(f"  not repaired, left untouched: {entry.reason}")
-    if entry.fix is not None and entry.findings.calls_without_output:
-        lines.append(
-            "  calls without an output are kept: a run paused for approval stores its "
-            "pending calls so, and the SDK leaves unanswered calls out of model input"
-        )
+    elif entry.fix in ("skipped", "left"):
+        lines.append("  not repaired, left untouched")
+    if entry.reason:
+        lines.append(f"  note: {entry.reason}")
+    if entry.after is not None and not entry.after.clean:
+        lines.append(f"  left: {_describe(entry.after.counts())}")
     return lines
+
+
+def _without_session_lines(found: dict[str, list[int]]) -> list[str]:
+    if not found:
+        return []
+    parts = [
+        f"{len(row_ids)} with {_WITHOUT_SESSION.get(why, f'a {why} session_id')} "
+        f"(row ids {row_ids_text(row_ids)})"
+        for why, row_ids in found.items()
+    ]
+    return ["rows outside any session (no session reads them; never changed): " + "; ".join(parts)]
 
 
 def _summary(report: StoreReport) -> str:
     troubled = sum(1 for entry in report.sessions if not entry.findings.clean)
     summary = f"{troubled} of {len(report.sessions)} session(s) with problems"
+    stray = sum(len(row_ids) for row_ids in report.rows_without_session.values())
+    if stray:
+        summary += f", {stray} row(s) outside any session"
     if report.fix:
         fixed = sum(1 for entry in report.sessions if entry.fix == "fixed")
         summary += f"; {fixed} repaired"
@@ -102,27 +174,46 @@ def render_json(report: StoreReport) -> dict[str, Any]:
         "fix": report.fix,
         "backup": report.backup,
         "exit_code": report.exit_code,
-        "sessions": [_session_json(entry, report.fix) for entry in report.sessions],
+        "rows_without_session": report.rows_without_session,
+        "sessions": [_session_json(entry) for entry in report.sessions],
     }
 
 
-def _session_json(entry: SessionReport, fix: bool) -> dict[str, Any]:
+def _details(findings: Findings) -> dict[str, Any]:
+    details: dict[str, Any] = {
+        "invalid_json_rows": findings.invalid_rows,
+        "invalid_json_reasons": {str(k): v for k, v in findings.invalid_reasons.items()},
+        "not_item_rows": findings.not_items,
+        "non_string_call_id_rows": findings.bad_call_ids,
+        "outputs_before_call": findings.outputs_before_call,
+        "duplicate_calls": findings.duplicate_calls,
+        "duplicate_outputs": findings.duplicate_outputs,
+    }
+    for kind, key in UNIT_KINDS.items():
+        details[key] = [spot.detail for spot in findings.unit.get(kind, [])]
+    details[AWAITING] = [spot.detail for spot in findings.awaiting]
+    rows = {
+        key: [spot.row_id for spot in findings.unit.get(kind, [])]
+        for kind, key in UNIT_KINDS.items()
+    }
+    rows[AWAITING] = [spot.row_id for spot in findings.awaiting]
+    details["rows"] = rows
+    return details
+
+
+def _session_json(entry: SessionReport) -> dict[str, Any]:
     findings = entry.findings
+    repair = entry.repair
     return {
         "session_id": entry.session_id,
         "rows": entry.rows,
         "problems": findings.counts(),
+        "info": findings.info(),
         "clean": findings.clean,
-        "details": {
-            "invalid_json_rows": findings.invalid_rows,
-            "outputs_before_call": findings.outputs_before_call,
-            "duplicate_calls": findings.duplicate_calls,
-            "duplicate_outputs": findings.duplicate_outputs,
-            "calls_without_output": findings.calls_without_output,
-        },
+        "details": _details(findings),
         "fix": entry.fix,
         "reason": entry.reason,
-        "removed_rows": list(entry.repair.deletions) if entry.repair else [],
-        "rewritten_rows": [row_id for row_id, _ in entry.repair.updates] if entry.repair else [],
-        "left": entry.left if fix else findings.counts(),
+        "removed_rows": list(repair.deletions) if repair else [],
+        "rewritten_rows": [row_id for row_id, _, _ in repair.updates] if repair else [],
+        "left": entry.left,
     }
