@@ -41,16 +41,31 @@ class CorruptRow(ValueError):
     """A stored row that is not JSON."""
 
 
+class _DumpFailed(TypeError):
+    """A model's ``model_dump()`` raised; the original exception is the cause."""
+
+
+def _dump(value: Any, dump: Any) -> Any:
+    try:
+        return dump(exclude_unset=True)
+    except Exception as exc:
+        raise _DumpFailed(
+            f"model_dump() of a {type(value).__name__} raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def _default(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     if dump is not None and callable(dump):
-        return dump(exclude_unset=True)
+        return _dump(value, dump)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _stdlib_text(item: Any, index: int, cause: BaseException | None) -> bytes:
     try:
         return json.dumps(item, default=_default).encode()
+    except _DumpFailed as exc:
+        raise TypeError(f"items[{index}] cannot be encoded as JSON: {exc}") from exc.__cause__
     except (TypeError, ValueError, RecursionError) as exc:
         reason = cause if cause is not None else exc
         raise TypeError(f"items[{index}] cannot be encoded as JSON: {reason}") from exc
@@ -61,7 +76,10 @@ def _as_dict(item: Any, index: int) -> dict[str, Any]:
         return item
     dump = getattr(item, "model_dump", None)
     if dump is not None and callable(dump):
-        dumped = dump(exclude_unset=True)
+        try:
+            dumped = _dump(item, dump)
+        except _DumpFailed as exc:
+            raise TypeError(f"items[{index}] cannot be encoded as JSON: {exc}") from exc.__cause__
         if isinstance(dumped, dict):
             return dumped
     raise TypeError(

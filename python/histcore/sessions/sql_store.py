@@ -32,6 +32,7 @@ from typing import Any
 from histcore.engine.collector import collector_paused
 from histcore.engine.items import deep_copy_items
 from histcore.sessions._codec import CorruptRow, decode_row, decode_rows
+from histcore.sessions.base import describe_session_id
 
 __all__ = [
     "BEFORE_ALL",
@@ -201,8 +202,8 @@ class SkipsCorruptRows:
         if row_id not in self._skipped:
             self._skipped[row_id] = reason
             logger.warning(
-                "session %r: skipped row %d of %s, it is not JSON (%s)",
-                self.session_id,
+                "session %s: skipped row %d of %s, it is not JSON (%s)",
+                describe_session_id(self.session_id),
                 row_id,
                 self.messages_table,
                 reason,

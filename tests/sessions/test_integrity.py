@@ -1,0 +1,113 @@
+"""Data integrity on every backend: what a store refuses, what it skips when reading,
+and that its errors say clearly what went wrong.
+
+Rows "another writer stored" are inserted with plain SQL, as the Agents SDK or a
+hand-written script would."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from histcore.exceptions import SessionError
+from histcore.sessions import MemorySession, SQLiteSession
+from tests.support.pg import BACKENDS, Backends, backends, pg_execute, require_psycopg
+from tests.support.sqlite import connected
+
+DURABLE = ("sqlite", "postgres")
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+@pytest.fixture(params=BACKENDS)
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backends]:
+    async with backends(request.param, tmp_path) as made:
+        yield made
+
+
+@pytest.fixture(params=DURABLE)
+async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backends]:
+    async with backends(request.param, tmp_path) as made:
+        yield made
+
+
+async def insert_raw(backend: Backends, tmp_path: Path, session_id: str, text: str) -> int:
+    """Store ``text`` as a row of ``session_id``, as another program would; its id."""
+    if backend.name == "sqlite":
+        with connected(tmp_path / "sessions.db") as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO agent_sessions (session_id) VALUES (?)", (session_id,)
+            )
+            cursor = conn.execute(
+                "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+                (session_id, text),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+    sessions, messages = f"{backend.tables}_sessions", f"{backend.tables}_messages"
+    await pg_execute(
+        f"INSERT INTO {sessions} (session_id) VALUES (%s) ON CONFLICT DO NOTHING", (session_id,)
+    )
+    ((row_id,),) = await pg_execute(
+        f"INSERT INTO {messages} (session_id, message_text) VALUES (%s, %s) RETURNING id",
+        (session_id, text),
+    )
+    return int(row_id)
+
+
+# --- session ids and messages ------------------------------------------------------------
+
+
+def test_a_session_id_that_is_not_utf8_is_refused_by_every_constructor(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="session_id .*surrogate"):
+        MemorySession("\ud800")
+    with pytest.raises(ValueError, match="session_id .*surrogate"):
+        SQLiteSession("a\udfffb", tmp_path / "x.db")
+    require_psycopg()
+    from histcore.sessions.postgres import PostgresSession
+
+    with pytest.raises(ValueError, match="session_id .*surrogate"):
+        PostgresSession("\ud800", "postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(ValueError, match="session_id .*NUL"):
+        PostgresSession("a\x00b", "postgresql://nobody@127.0.0.1:1/none")
+
+
+async def test_a_failing_model_dump_is_a_type_error_naming_the_item(backend: Backends) -> None:
+    class Broken:
+        def model_dump(self, **options: Any) -> dict[str, Any]:
+            raise RuntimeError("dump exploded")
+
+    session = backend.session()
+    await session.add_items([user("kept")])
+    for bad in ([user("a"), Broken()], [user("a"), {"role": "user", "content": [Broken()]}]):
+        with pytest.raises(TypeError, match=r"items\[1\].*model_dump.*dump exploded") as caught:
+            await session.add_items(bad)
+        assert isinstance(caught.value.__cause__, RuntimeError)
+    assert await session.get_items() == [user("kept")]
+
+
+async def test_long_session_ids_are_cut_short_in_messages(tmp_path: Path) -> None:
+    long_id = "x" * 1_000_000
+    session = SQLiteSession(long_id, tmp_path / "x.db")
+    session.close()
+    assert len(repr(session)) < 300
+    with pytest.raises(SessionError) as closed:
+        await session.get_items()
+    assert len(str(closed.value)) < 300 and "1000000 characters" in str(closed.value)
+    assert len(repr(MemorySession(long_id))) < 300
+
+
+async def test_postgres_errors_cut_long_session_ids_short(tmp_path: Path) -> None:
+    async with backends("postgres", tmp_path) as pg:
+        # Far beyond what a btree index entry holds: the insert fails.
+        session = pg.session("y" * 1_000_000)
+        with pytest.raises(SessionError, match="add_items failed") as failure:
+            await session.add_items([user("a")])
+        message = str(failure.value)
+        assert len(message) < 1000 and "1000000 characters" in message, message[:2000]
+        assert len(repr(session)) < 300
