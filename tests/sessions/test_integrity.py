@@ -6,6 +6,7 @@ hand-written script would."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -111,3 +112,42 @@ async def test_postgres_errors_cut_long_session_ids_short(tmp_path: Path) -> Non
         message = str(failure.value)
         assert len(message) < 1000 and "1000000 characters" in message, message[:2000]
         assert len(repr(session)) < 300
+
+
+# --- rows that are JSON but not an item ------------------------------------------------
+
+NOT_ITEMS = ("42", "null", '"x"', "[1]", "true", "[]", "-0.5")
+
+
+async def test_json_rows_that_are_not_items_are_skipped_and_reported(
+    durable: Backends, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = durable.session("s")
+    await session.add_items([user("a")])
+    bad = [await insert_raw(durable, tmp_path, "s", text) for text in NOT_ITEMS]
+    await session.add_items([user("b")])
+    with caplog.at_level(logging.WARNING, logger="histcore.sessions"):
+        assert await session.get_items() == [user("a"), user("b")]
+        assert await session.get_items(2) == [user("a"), user("b")]
+    assert session.skipped_row_ids == tuple(bad)  # type: ignore[attr-defined]
+    warnings = [r.getMessage() for r in caplog.records if "not an input item" in r.getMessage()]
+    assert len(warnings) == len(NOT_ITEMS)  # each once
+    assert f"row {bad[1]} of " in warnings[1] and "a JSON null, not an object" in warnings[1]
+    # A fresh reader with a limit widens its window past them.
+    assert await durable.session("s").get_items(1) == [user("b")]
+
+
+async def test_pop_skips_and_removes_rows_that_are_not_items(
+    durable: Backends, tmp_path: Path
+) -> None:
+    session = durable.session("s")
+    await session.add_items([user("a")])
+    for text in NOT_ITEMS:
+        await insert_raw(durable, tmp_path, "s", text)
+    # The stored null is not an item: pop goes past it to the newest item.
+    assert await session.pop_item() == user("a")
+    assert await session.get_items() == []
+    await insert_raw(durable, tmp_path, "s", "null")
+    assert await session.pop_item() is None
+    assert await durable.session("s").get_items() == []
+    assert await session.pop_item() is None

@@ -10,7 +10,8 @@ Decoding uses orjson and retries what it rejects with ``json.loads`` (the SDK wr
 ``NaN``/``Infinity`` tokens that orjson does not read). A row that may hold an integer
 beyond 64 bits (19 or more digits in a row), which orjson would read as a float, is
 read by ``json.loads`` directly, so integers of any size come back exact. A row
-neither can read is corrupt: the caller skips and reports it.
+neither can read, or one that is JSON but not an object (``42``, ``null``, ``[1]``), holds
+no item: it is corrupt, and the caller skips and reports it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,22 @@ _DATA = itemgetter(1)
 
 
 class CorruptRow(ValueError):
-    """A stored row that is not JSON."""
+    """A stored row that holds no item: it is not JSON, or JSON but not an object. The
+    message says which, for the log line that reports the skipped row."""
+
+
+# What a JSON value that is not an object is, for messages.
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number"}
+
+
+def _not_an_item(value: Any) -> CorruptRow:
+    if value is None:
+        kind = "null"
+    elif isinstance(value, bool):
+        kind = "true" if value else "false"
+    else:
+        kind = _JSON_KINDS.get(type(value), type(value).__name__)
+    return CorruptRow(f"not an input item: it is a JSON {kind}, not an object")
 
 
 class _DumpFailed(TypeError):
@@ -121,13 +137,35 @@ def encode_items_utf8(items: list[Any]) -> list[bytes]:
 
 
 def decode_row(data: object) -> Any:
-    """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON."""
+    """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON or
+    not an item (a JSON object)."""
     if not isinstance(data, (bytes, str)):
-        raise CorruptRow(f"message_data is {type(data).__name__}, not JSON text")
+        raise CorruptRow(f"not JSON: message_data is {type(data).__name__}, not JSON text")
     try:
-        return loads_as_json(data)
+        item = loads_as_json(data)
     except (ValueError, RecursionError) as exc:
-        raise CorruptRow(str(exc)) from None
+        raise CorruptRow(f"not JSON ({exc})") from None
+    if type(item) is not dict:
+        raise _not_an_item(item)
+    return item
+
+
+def _fast_decoded(texts: list[Any]) -> list[Any] | None:
+    """Every text decoded, when every one holds an item; None when one may not (it is
+    then found, and reported, by the row-by-row decode)."""
+    try:
+        exact = long_integer_candidates(texts)
+        items = list(map(orjson.loads, texts))
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    if not set(map(type, items)) <= {dict}:
+        return None
+    try:
+        for position in exact:
+            items[position] = decode_row(texts[position])
+    except CorruptRow:
+        return None
+    return items
 
 
 def decode_rows(
@@ -135,23 +173,12 @@ def decode_rows(
 ) -> tuple[list[int], list[Any], list[tuple[int, str]]]:
     """Decode ``(row_id, message_data)`` rows: ``(ids, items, corrupt)``.
 
-    ``corrupt`` lists ``(row_id, reason)`` of the rows that are not JSON; they are left
-    out of ``ids`` and ``items``.
+    ``corrupt`` lists ``(row_id, reason)`` of the rows that hold no item (see
+    ``decode_row``); they are left out of ``ids`` and ``items``.
     """
-    texts = list(map(_DATA, rows))
-    try:
-        exact = long_integer_candidates(texts)
-        items = list(map(orjson.loads, texts))
-    except (orjson.JSONDecodeError, TypeError):
-        pass
-    else:
-        try:
-            for position in exact:
-                items[position] = decode_row(texts[position])
-        except CorruptRow:
-            pass
-        else:
-            return list(map(_ROW_ID, rows)), items, []
+    items = _fast_decoded(list(map(_DATA, rows)))
+    if items is not None:
+        return list(map(_ROW_ID, rows)), items, []
     ids: list[int] = []
     items = []
     corrupt: list[tuple[int, str]] = []

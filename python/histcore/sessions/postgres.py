@@ -303,8 +303,10 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     between reads so a read fetches only newer rows (the default).
 
     ``close()`` ends the session (not the shared pool: ``close_pools()`` does that);
-    afterwards every operation raises ``SessionClosedError``. Rows whose text is not
-    JSON are skipped with a logged warning and listed in ``skipped_row_ids``.
+    afterwards every operation raises ``SessionClosedError``. Rows whose text holds no
+    item (not JSON, or JSON that is not an object), whoever wrote them, are skipped with
+    a logged warning and listed in ``skipped_row_ids``; ``pop_item`` removes them on its
+    way.
 
     The history cache's ``stamp`` is the session row's generation it was read under.
     """
@@ -448,7 +450,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
 
     @property
     def skipped_row_ids(self) -> tuple[int, ...]:
-        """Ids of the rows of this session skipped because they are not JSON."""
+        """Ids of the rows of this session skipped because they hold no item."""
         return self._skipped_ids()
 
     def __repr__(self) -> str:

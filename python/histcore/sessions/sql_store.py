@@ -12,7 +12,7 @@ only their SQL and connection handling:
 - ``HistoryCache.older_windows`` and ``add_older``: extending the cache back to the
   latest ``need`` items, one window of rows at a time;
 - ``SkipsCorruptRows``: decoding fetched rows, leaving out (and logging once) the ones
-  that are not JSON;
+  that hold no item;
 - ``NewestPop``: a pop that deletes the newest rows until one decodes.
 
 Row ids only grow within a session (AUTOINCREMENT in SQLite, an identity column taken
@@ -187,7 +187,8 @@ class HistoryCache:
 
 
 class SkipsCorruptRows:
-    """Mixin of a store that decodes rows, leaving those that are not JSON out.
+    """Mixin of a store that decodes rows, leaving out those that hold no item (not
+    JSON, or JSON that is not an object: see ``_codec.decode_row``).
 
     The class sets ``session_id``, ``messages_table`` and ``_skipped = {}`` (row id ->
     reason, cleared with the session); each skipped row is logged once, when first met.
@@ -202,7 +203,7 @@ class SkipsCorruptRows:
         if row_id not in self._skipped:
             self._skipped[row_id] = reason
             logger.warning(
-                "session %s: skipped row %d of %s, it is not JSON (%s)",
+                "session %s: skipped row %d of %s: %s",
                 describe_session_id(self.session_id),
                 row_id,
                 self.messages_table,

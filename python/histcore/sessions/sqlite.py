@@ -43,8 +43,9 @@ class SQLiteSession(_ClosableSession):
     fetches and decodes only rows appended since the previous one.
 
     ``close()`` it when done, or use it as a (sync or async) context manager; after
-    that every operation raises ``SessionClosedError``. Rows that are not JSON are
-    skipped with a logged warning and listed in ``skipped_row_ids``.
+    that every operation raises ``SessionClosedError``. Rows that hold no item (not
+    JSON, or JSON that is not an object), whoever wrote them, are skipped with a logged
+    warning and listed in ``skipped_row_ids``; ``pop_item`` removes them on its way.
     """
 
     # A read hands out copies of the history cache, or rows decoded for it alone.
@@ -120,7 +121,7 @@ class SQLiteSession(_ClosableSession):
 
     @property
     def skipped_row_ids(self) -> tuple[int, ...]:
-        """Ids of the rows of this session skipped because they are not JSON."""
+        """Ids of the rows of this session skipped because they hold no item."""
         return self._store.skipped_row_ids
 
     def __repr__(self) -> str:
