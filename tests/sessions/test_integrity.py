@@ -6,6 +6,7 @@ hand-written script would."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from histcore.exceptions import SessionError
+from histcore.items import MAX_DEPTH
 from histcore.sessions import MemorySession, SQLiteSession
 from tests.support.pg import BACKENDS, Backends, backends, pg_execute, require_psycopg
 from tests.support.sqlite import connected
@@ -151,3 +153,76 @@ async def test_pop_skips_and_removes_rows_that_are_not_items(
     assert await session.pop_item() is None
     assert await durable.session("s").get_items() == []
     assert await session.pop_item() is None
+
+
+# --- nesting depth --------------------------------------------------------------------
+
+
+def nested(levels: int) -> dict[str, Any]:
+    """An item whose containers nest ``levels`` deep, the item itself counted."""
+    value: Any = "deep"
+    for _ in range(levels - 1):
+        value = [value]
+    return {"role": "user", "content": value}
+
+
+def nested_text(levels: int) -> str:
+    """The JSON text of ``nested(levels)``, built without recursion."""
+    inner = levels - 1
+    return '{"role": "user", "content": ' + "[" * inner + '"deep"' + "]" * inner + "}"
+
+
+async def test_items_nested_deeper_than_the_limit_are_refused(backend: Backends) -> None:
+    session = backend.session()
+    await session.add_items([nested(MAX_DEPTH)])
+    assert await session.get_items() == [nested(MAX_DEPTH)]
+    for levels in (MAX_DEPTH + 1, 480, 600, 990, 5000):
+        with pytest.raises(
+            TypeError, match=rf"items\[1\] cannot be encoded as JSON: .*deeper than {MAX_DEPTH}"
+        ):
+            await session.add_items([user("a"), nested(levels)])
+    assert await session.get_items() == [nested(MAX_DEPTH)]
+    assert await session.pop_item() == nested(MAX_DEPTH)
+
+
+async def test_rows_nested_deeper_than_the_limit_are_skipped_and_reported(
+    durable: Backends, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert json.loads(nested_text(7)) == nested(7)
+    session = durable.session("s")
+    await session.add_items([user("a")])
+    deepest_allowed = await insert_raw(durable, tmp_path, "s", nested_text(MAX_DEPTH))
+    deep = [
+        await insert_raw(durable, tmp_path, "s", nested_text(levels))
+        for levels in (MAX_DEPTH + 1, 600, 990, 5000, 100_000)
+    ]
+    await session.add_items([user("b")])
+    expected = [user("a"), nested(MAX_DEPTH), user("b")]
+    with caplog.at_level(logging.WARNING, logger="histcore.sessions"):
+        assert await session.get_items() == expected
+        assert await session.get_items() == expected  # from the history cache
+        assert await session.get_items(2) == expected[1:]
+    assert session.skipped_row_ids == tuple(deep)  # type: ignore[attr-defined]
+    assert deepest_allowed not in session.skipped_row_ids  # type: ignore[attr-defined]
+    warnings = [r.getMessage() for r in caplog.records if "deeper than" in r.getMessage()]
+    assert len(warnings) == len(deep)
+    # Fresh readers, with and without a cache, and with a limit.
+    assert await durable.session("s").get_items(2) == expected[1:]
+    assert await durable.session("s", cache_history=False).get_items() == expected
+    # pop goes past the deep rows to the newest item, and removes them.
+    assert await session.pop_item() == user("b")
+    await insert_raw(durable, tmp_path, "s", nested_text(600))
+    assert await session.pop_item() == nested(MAX_DEPTH)
+    assert await durable.session("s").get_items() == [user("a")]
+
+
+async def test_brackets_inside_strings_are_no_nesting(backend: Backends) -> None:
+    brackets = "[" * 3000 + "{" * 3000 + '\\"[' * 500
+    items = [
+        {"role": "user", "content": brackets},
+        {"role": "user", "content": [brackets, {"k" + brackets: '"'}], "tail": "]" * 900},
+        {**nested(MAX_DEPTH), "text": '"[{' * 400},
+    ]
+    session = backend.session()
+    await session.add_items(items)
+    assert await session.get_items() == items

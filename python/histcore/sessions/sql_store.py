@@ -22,7 +22,6 @@ under the session row's lock in PostgreSQL), which is what makes "the rows above
 
 from __future__ import annotations
 
-import copy
 import logging
 import re
 from collections.abc import Iterator
@@ -135,12 +134,11 @@ class HistoryCache:
         items = self.items if limit is None else self.items[-limit:]
         if not kept:
             return items
+        # Decoded rows nest at most MAX_DEPTH deep (deeper ones are skipped as corrupt),
+        # so the engine copies every one of them.
         copied: list[Any]
         with collector_paused():
-            try:
-                copied = deep_copy_items(items)
-            except ValueError:  # nested deeper than the engine copies
-                copied = copy.deepcopy(items)
+            copied = deep_copy_items(items)
         return copied
 
     def add_newer(self, fetched: DecodedRows) -> None:
