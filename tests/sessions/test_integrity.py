@@ -6,12 +6,19 @@ hand-written script would."""
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from histcore.exceptions import SessionError
@@ -226,3 +233,94 @@ async def test_brackets_inside_strings_are_no_nesting(backend: Backends) -> None
     session = backend.session()
     await session.add_items(items)
     assert await session.get_items() == items
+
+
+# --- values that would not read back as written ----------------------------------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+    ONE = 1
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Mode(str, enum.Enum):
+    FAST = "fast"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+class Stamped(pydantic.BaseModel):
+    at: datetime.datetime
+
+
+class Note(pydantic.BaseModel):
+    text: str
+    level: Level = Level.HIGH
+
+
+NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)
+
+# (value, a piece of the TypeError message): each would be stored as something else.
+CHANGED_ON_WRITE = [
+    (NOW, "datetime"),
+    (NOW.date(), "date"),
+    (NOW.time(), "time"),
+    (uuid.UUID(int=7), "UUID"),
+    (Color.RED, "Color"),
+    (Color.ONE, "Color"),
+    (Point(1), "Point"),
+    ({1: "a", "1": "b"}, "key 1 (int)"),
+    ({1: "a"}, "key 1 (int)"),
+    ({None: 1}, "key None (NoneType)"),
+    ({True: 1}, "key True (bool)"),
+    ({1.5: 1}, "key 1.5 (float)"),
+    ([Stamped(at=NOW)], "datetime"),
+    (decimal.Decimal("1.5"), "Decimal"),
+    ({1, 2}, "set"),
+    (b"bytes", "bytes"),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "named"), CHANGED_ON_WRITE, ids=[named for _, named in CHANGED_ON_WRITE]
+)
+async def test_values_that_would_change_type_are_refused(
+    backend: Backends, value: Any, named: str
+) -> None:
+    session = backend.session()
+    await session.add_items([user("kept")])
+    bad = {"role": "user", "content": "x", "v": value}
+    with pytest.raises(TypeError, match=r"items\[1\] cannot be encoded as JSON") as caught:
+        await session.add_items([user("a"), bad])
+    message = str(caught.value)
+    assert named in message and "items[1]['v']" in message, message
+    assert await session.get_items() == [user("kept")]
+
+
+async def test_values_json_writes_as_themselves_are_kept(backend: Backends) -> None:
+    session = backend.session()
+    item = {
+        "role": "user",
+        "content": "x",
+        "int_enum": Level.HIGH,
+        "str_enum": Mode.FAST,
+        "ordered": collections.OrderedDict(b=1, a=2),
+        "default": collections.defaultdict(list, k=[1]),
+        "tuple": (1, (2, "three")),
+        "model": [Note(text="nested")],
+    }
+    await session.add_items([item])
+    (stored,) = await session.get_items()
+    assert stored == {
+        **item,
+        "tuple": [1, [2, "three"]],
+        "model": [{"text": "nested"}],
+    }
+    assert type(stored["int_enum"]) is int and type(stored["str_enum"]) is str
