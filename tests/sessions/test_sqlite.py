@@ -361,9 +361,10 @@ async def test_non_text_message_data_is_corrupt_not_fatal(db: Path) -> None:
             (b"\xff\xfe",),
         )
         got = await session.get_items()
-        # 42 is valid JSON (a number); bytes holding JSON are JSON; invalid UTF-8 is not.
-        assert got == [42, user("blob")]
-        assert session.skipped_row_ids == (3,)
+        # 42 is valid JSON but not an item (a number); bytes holding JSON are JSON;
+        # invalid UTF-8 is not.
+        assert got == [user("blob")]
+        assert session.skipped_row_ids == (1, 3)
 
 
 # --- lifetime and threads -------------------------------------------------------------------

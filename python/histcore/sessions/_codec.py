@@ -1,28 +1,41 @@
 """Items to stored JSON text and back, fast, and readable by the Agents SDK both ways.
 
-Encoding uses orjson. What orjson refuses but the standard ``json`` module writes
-(non-str dict keys, ints beyond 64 bits, lone surrogates, very deep nesting) and
-non-finite floats (which orjson would silently turn into ``null``) are written by
-``json.dumps``, exactly as the SDK writes every row. Models (objects with
-``model_dump()``) are stored as ``model_dump(exclude_unset=True)``.
+An item is stored only if it reads back as written (equal to it; tuples come back as
+lists). Plain JSON data (dicts with str keys, lists, str, int, float, bool, None; one
+check in the engine) is encoded by orjson. What orjson refuses but the standard
+``json`` module writes exactly (ints beyond 64 bits, lone surrogates, nesting orjson
+stops at) and non-finite floats (which orjson would silently turn into ``null``) are
+written by ``json.dumps``, as the SDK writes every row. Models (objects with
+``model_dump()``) are stored as ``model_dump(exclude_unset=True)``. Everything else is
+refused with a TypeError naming the item and the place in it, before anything is
+written: values ``json`` refuses (sets, bytes, objects), values orjson would quietly
+write as something else (datetime, date, UUID, Enum members that are not str or int
+values, dataclasses), dict keys that are not str (``{1: "a", "1": "b"}`` would read back
+as ``{"1": "b"}``), circular references, and nesting deeper than the engine's
+``MAX_DEPTH`` (256 containers, the item itself counted).
 
 Decoding uses orjson and retries what it rejects with ``json.loads`` (the SDK writes
 ``NaN``/``Infinity`` tokens that orjson does not read). A row that may hold an integer
 beyond 64 bits (19 or more digits in a row), which orjson would read as a float, is
-read by ``json.loads`` directly, so integers of any size come back exact. A row
-neither can read is corrupt: the caller skips and reports it.
+read by ``json.loads`` directly, so integers of any size come back exact. A row that
+holds no item is corrupt, and the caller skips and reports it: text neither can read,
+JSON that is not an object (``42``, ``null``, ``[1]``), and text nested deeper than
+``MAX_DEPTH`` (the same limit as for writing, measured on the text before decoding, so
+that no deeper row, whoever wrote it, reaches a reader that cannot copy it).
 """
 
 from __future__ import annotations
 
 import json
-from itertools import compress, repeat
-from operator import contains, itemgetter
+import re
+from itertools import accumulate, compress, count, repeat
+from operator import contains, ge, itemgetter
 from typing import Any
 
 import orjson
 
 from histcore.engine.exact_json import NULL, has_non_finite, loads_as_json, long_integer_candidates
+from histcore.engine.items import MAX_DEPTH, plain_json_copy
 
 __all__ = [
     "CorruptRow",
@@ -38,22 +51,178 @@ _DATA = itemgetter(1)
 
 
 class CorruptRow(ValueError):
-    """A stored row that is not JSON."""
+    """A stored row that holds no item: it is not JSON, JSON but not an object, or
+    nested deeper than ``MAX_DEPTH``. The message says which, for the log line that
+    reports the skipped row."""
 
 
-def _default(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if dump is not None and callable(dump):
-        return dump(exclude_unset=True)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+# --- nesting depth of JSON text ---------------------------------------------------------
+#
+# The engine copies, keys and compares items nested at most MAX_DEPTH containers deep
+# (the item itself counted): a store writes no deeper item and reads no deeper row,
+# measured on the text by the one function below, so the limit is the same both ways.
+
+# A text nested deeper than MAX_DEPTH holds at least MAX_DEPTH + 1 bracket pairs.
+_LONGEST_SHALLOW = 2 * MAX_DEPTH + 1
+# JSON strings (their brackets are no structure), and every byte that is no bracket.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_BRACKET_STEP = [0] * 256
+_BRACKET_STEP[ord("[")] = _BRACKET_STEP[ord("{")] = 1
+_BRACKET_STEP[ord("]")] = _BRACKET_STEP[ord("}")] = -1
 
 
-def _stdlib_text(item: Any, index: int, cause: BaseException | None) -> bytes:
+def _too_deep(text: bytes | str) -> bool:
+    """Whether JSON ``text`` nests deeper than MAX_DEPTH (for text that is not JSON the
+    answer does not matter: it holds no item either way)."""
+    if len(text) <= _LONGEST_SHALLOW:
+        return False
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return False
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > MAX_DEPTH
+
+
+def _deep_positions(texts: list[Any]) -> list[int]:
+    """The positions of the texts nested deeper than MAX_DEPTH (most are too short to
+    be: only their lengths are looked at)."""
+    long_enough = compress(count(), map(ge, map(len, texts), repeat(_LONGEST_SHALLOW + 1)))
+    return [position for position in long_enough if _too_deep(texts[position])]
+
+
+def _too_deep_error(index: int) -> TypeError:
+    return TypeError(
+        f"items[{index}] cannot be encoded as JSON: it is nested deeper than {MAX_DEPTH} "
+        "levels, which no session stores"
+    )
+
+
+# What a JSON value that is not an object is, for messages.
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number"}
+
+
+def _not_an_item(value: Any) -> CorruptRow:
+    if value is None:
+        kind = "null"
+    elif isinstance(value, bool):
+        kind = "true" if value else "false"
+    else:
+        kind = _JSON_KINDS.get(type(value), type(value).__name__)
+    return CorruptRow(f"not an input item: it is a JSON {kind}, not an object")
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def _where(index: int, path: list[str | int]) -> str:
+    """``items[3]['content'][0]``: a place in an item, long paths cut short."""
+    if len(path) > 8:
+        shown = [*map(_step, path[:5]), "...", *map(_step, path[-2:])]
+    else:
+        shown = list(map(_step, path))
+    return f"items[{index}]" + "".join(shown)
+
+
+def _step(key: str | int) -> str:
+    return f"[{key}]" if isinstance(key, int) else f"[{key[:40]!r}]"
+
+
+def _model_dump(value: Any, dump: Any, index: int, path: list[str | int]) -> Any:
     try:
-        return json.dumps(item, default=_default).encode()
-    except (TypeError, ValueError, RecursionError) as exc:
-        reason = cause if cause is not None else exc
-        raise TypeError(f"items[{index}] cannot be encoded as JSON: {reason}") from exc
+        return dump(exclude_unset=True)
+    except Exception as exc:
+        raise TypeError(
+            f"items[{index}] cannot be encoded as JSON: model_dump() of the "
+            f"{type(value).__name__} at {_where(index, path)} raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _json_tree(item: Any, index: int) -> Any:
+    """``item`` as the JSON data it is stored as: models replaced by their dump, tuples
+    by lists, dict and list subclasses by dicts and lists.
+
+    Raises TypeError naming the item and the place in it of anything that would not
+    read back as written: a value of a type ``json`` refuses (or that orjson would
+    quietly write as something else: datetime, UUID, Enum, dataclass), a dict key that
+    is not a str (it would read back as one, and ``{1: "a", "1": "b"}`` as one key), a
+    circular reference, or nesting deeper than MAX_DEPTH.
+    """
+    path: list[str | int] = []
+    open_containers: set[int] = set()
+
+    def refuse(reason: str) -> TypeError:
+        return TypeError(
+            f"items[{index}] cannot be encoded as JSON: {_where(index, path)} {reason}"
+        )
+
+    def tree(value: Any, depth: int) -> Any:
+        # Subclasses of str, int and float (IntEnum, str-valued Enum mixins) are written
+        # as their plain value, which compares equal to them.
+        if value is None or isinstance(value, (str, int, float)):
+            return value
+        if isinstance(value, (dict, list, tuple)):
+            if depth >= MAX_DEPTH:
+                raise refuse(f"is nested deeper than {MAX_DEPTH} levels")
+            if id(value) in open_containers:
+                raise refuse("is a circular reference to a container holding it")
+            open_containers.add(id(value))
+            result: Any
+            if isinstance(value, dict):
+                result = {}
+                for key, member in value.items():
+                    if not isinstance(key, str):
+                        raise refuse(
+                            f"has a non-str key {key!r:.40} ({type(key).__name__}): JSON "
+                            "object keys are strings, so it would read back as another key"
+                        )
+                    path.append(key)
+                    result[key] = tree(member, depth + 1)
+                    path.pop()
+            else:
+                result = []
+                for position, member in enumerate(value):
+                    path.append(position)
+                    result.append(tree(member, depth + 1))
+                    path.pop()
+            open_containers.discard(id(value))
+            return result
+        dump = getattr(value, "model_dump", None)
+        if dump is not None and callable(dump):
+            return tree(_model_dump(value, dump, index, path), depth)
+        raise refuse(
+            f"is a {type(value).__name__}, not JSON data (dict, list, str, int, float, "
+            "bool or None)"
+        )
+
+    return tree(item, 0)
+
+
+def _plain_or_tree(item: dict[str, Any], index: int) -> Any:
+    """``item`` itself when it is plain JSON data, else its ``_json_tree``."""
+    if plain_json_copy([item], allow_shared=True) is not None:
+        return item
+    return _json_tree(item, index)
+
+
+def _stdlib_text(tree: Any, index: int) -> bytes:
+    """``json.dumps`` of a ``_json_tree`` (exact for long integers, lone surrogates and
+    non-finite floats, which orjson refuses or writes as null)."""
+    try:
+        return json.dumps(tree).encode()
+    except (TypeError, ValueError, RecursionError) as exc:  # not expected of a tree
+        raise TypeError(f"items[{index}] cannot be encoded as JSON: {exc}") from exc
+
+
+def _encoded(item: Any, index: int) -> bytes:
+    """The text of one item that orjson may refuse."""
+    try:
+        return orjson.dumps(item)
+    except TypeError:
+        # Long integers, lone surrogates, deep nesting, or a key that is no str (which
+        # _json_tree refuses).
+        return _stdlib_text(_json_tree(item, index), index)
 
 
 def _as_dict(item: Any, index: int) -> dict[str, Any]:
@@ -61,7 +230,7 @@ def _as_dict(item: Any, index: int) -> dict[str, Any]:
         return item
     dump = getattr(item, "model_dump", None)
     if dump is not None and callable(dump):
-        dumped = dump(exclude_unset=True)
+        dumped = _model_dump(item, dump, index, [])
         if isinstance(dumped, dict):
             return dumped
     raise TypeError(
@@ -76,40 +245,69 @@ def encode_items(items: list[Any]) -> list[str]:
 
 
 def encode_items_utf8(items: list[Any]) -> list[bytes]:
-    """The stored JSON text of every item as UTF-8 bytes, in order.
+    """The stored JSON text of every item as UTF-8 bytes, in order: text that decodes
+    to an item equal to the one written (tuples come back as lists).
 
-    Raises TypeError naming the first item that is not an input item or cannot be
-    encoded (``items[3] cannot be encoded as JSON: ...``); then nothing is returned, so
-    a caller that encodes before writing writes nothing.
+    Raises TypeError naming the first item that is not an input item or would not read
+    back as written, and the place in it (see ``_json_tree``); then nothing is
+    returned, so a caller that encodes before writing writes nothing.
     """
     if not set(map(type, items)) <= {dict}:
         items = [_as_dict(item, index) for index, item in enumerate(items)]
-    dumps = orjson.dumps
+    # Plain JSON data (the usual case, one check in the engine) is written by orjson as
+    # it is; anything else (models, tuples, datetimes, ...) is made a tree first.
+    if items and plain_json_copy(items, allow_shared=True) is None:
+        items = [_plain_or_tree(item, index) for index, item in enumerate(items)]
     try:
-        encoded = [dumps(item, default=_default) for item in items]
+        encoded = list(map(orjson.dumps, items))
     except TypeError:
-        encoded = []
-        for index, item in enumerate(items):
-            try:
-                encoded.append(dumps(item, default=_default))
-            except TypeError as exc:
-                # orjson refuses some values json writes (big ints, int keys, ...).
-                encoded.append(_stdlib_text(item, index, exc))
+        encoded = [_encoded(item, index) for index, item in enumerate(items)]
     # Only an item whose text holds "null" can hold a non-finite float (C-level scan).
     for index in compress(range(len(encoded)), map(contains, encoded, repeat(NULL))):
         if has_non_finite(items[index]):
-            encoded[index] = _stdlib_text(items[index], index, None)
+            encoded[index] = _stdlib_text(_json_tree(items[index], index), index)
+    for index in _deep_positions(encoded):  # not expected: trees and plain data are not
+        raise _too_deep_error(index)
     return encoded
 
 
+# --- reading ----------------------------------------------------------------------------
+
+
 def decode_row(data: object) -> Any:
-    """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON."""
+    """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON, not
+    an item (a JSON object), or nested deeper than MAX_DEPTH."""
     if not isinstance(data, (bytes, str)):
-        raise CorruptRow(f"message_data is {type(data).__name__}, not JSON text")
+        raise CorruptRow(f"not JSON: message_data is {type(data).__name__}, not JSON text")
+    if _too_deep(data):
+        raise CorruptRow(f"nested deeper than {MAX_DEPTH} levels, deeper than any item")
     try:
-        return loads_as_json(data)
+        item = loads_as_json(data)
     except (ValueError, RecursionError) as exc:
-        raise CorruptRow(str(exc)) from None
+        raise CorruptRow(f"not JSON ({exc})") from None
+    if type(item) is not dict:
+        raise _not_an_item(item)
+    return item
+
+
+def _fast_decoded(texts: list[Any]) -> list[Any] | None:
+    """Every text decoded, when every one holds an item; None when one may not (it is
+    then found, and reported, by the row-by-row decode)."""
+    if _deep_positions(texts):
+        return None
+    try:
+        exact = long_integer_candidates(texts)
+        items = list(map(orjson.loads, texts))
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    if not set(map(type, items)) <= {dict}:
+        return None
+    try:
+        for position in exact:
+            items[position] = decode_row(texts[position])
+    except CorruptRow:
+        return None
+    return items
 
 
 def decode_rows(
@@ -117,23 +315,12 @@ def decode_rows(
 ) -> tuple[list[int], list[Any], list[tuple[int, str]]]:
     """Decode ``(row_id, message_data)`` rows: ``(ids, items, corrupt)``.
 
-    ``corrupt`` lists ``(row_id, reason)`` of the rows that are not JSON; they are left
-    out of ``ids`` and ``items``.
+    ``corrupt`` lists ``(row_id, reason)`` of the rows that hold no item (see
+    ``decode_row``); they are left out of ``ids`` and ``items``.
     """
-    texts = list(map(_DATA, rows))
-    try:
-        exact = long_integer_candidates(texts)
-        items = list(map(orjson.loads, texts))
-    except (orjson.JSONDecodeError, TypeError):
-        pass
-    else:
-        try:
-            for position in exact:
-                items[position] = decode_row(texts[position])
-        except CorruptRow:
-            pass
-        else:
-            return list(map(_ROW_ID, rows)), items, []
+    items = _fast_decoded(list(map(_DATA, rows)))
+    if items is not None:
+        return list(map(_ROW_ID, rows)), items, []
     ids: list[int] = []
     items = []
     corrupt: list[tuple[int, str]] = []

@@ -62,6 +62,7 @@ from typing import Any
 
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
+from histcore.sessions.base import describe_session_id
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
     FETCH_CHUNK,
@@ -242,9 +243,13 @@ class SQLiteStore(SkipsCorruptRows):
         version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
         return version
 
+    def who(self) -> str:
+        """The session as messages name it (a long id cut short)."""
+        return f"SQLiteSession {describe_session_id(self.session_id)}"
+
     def _open(self) -> None:
         if self._closed:
-            raise SessionClosedError(f"SQLiteSession {self.session_id!r} is closed")
+            raise SessionClosedError(f"{self.who()} is closed")
 
     def check_open(self) -> None:
         """Raise SessionClosedError when the store was closed.

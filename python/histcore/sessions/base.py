@@ -21,6 +21,8 @@ __all__ = [
     "SessionInputCallback",
     "SessionSettings",
     "check_limit",
+    "check_session_id",
+    "describe_session_id",
     "items_argument",
     "resolve_limit",
 ]
@@ -45,6 +47,33 @@ def check_limit(limit: object, name: str = "limit") -> int | None:
     if limit < 0:
         raise ValueError(f"{name} must be an int >= 0 or None, got {limit}")
     return limit
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it is a str that is valid UTF-8 text (no lone surrogate, which
+    no database can store); otherwise a TypeError or ValueError naming it."""
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"session_id must be valid UTF-8 text, but {describe_session_id(session_id)} "
+            f"holds a lone surrogate ({session_id[exc.start]!r}) at position {exc.start}"
+        ) from None
+    return session_id
+
+
+# Session ids longer than this are cut short in messages and reprs.
+_ID_SHOWN = 64
+
+
+def describe_session_id(session_id: str) -> str:
+    """``repr(session_id)`` for messages, cut short when the id is long (a megabyte of
+    id repeated in an error message hides the message)."""
+    if len(session_id) <= _ID_SHOWN:
+        return repr(session_id)
+    return f"{session_id[:_ID_SHOWN]!r}... ({len(session_id)} characters)"
 
 
 def items_argument(items: object) -> list[Any]:

@@ -15,6 +15,8 @@ from histcore.sessions.base import (
     InputItem,
     SessionABC,
     SessionSettings,
+    check_session_id,
+    describe_session_id,
     items_argument,
 )
 
@@ -31,9 +33,7 @@ class MemorySession(SessionABC):
     def __init__(
         self, session_id: str = "default", session_settings: SessionSettings | None = None
     ) -> None:
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
-        self.session_id = session_id
+        self.session_id = check_session_id(session_id)
         self.session_settings = session_settings or SessionSettings()
         self._texts: list[bytes] = []
         self._lock = threading.Lock()
@@ -66,4 +66,4 @@ class MemorySession(SessionABC):
         return len(self._texts)
 
     def __repr__(self) -> str:
-        return f"MemorySession({self.session_id!r}, items={len(self._texts)})"
+        return f"MemorySession({describe_session_id(self.session_id)}, items={len(self._texts)})"

@@ -58,6 +58,8 @@ from histcore.sessions.base import (
     InputItem,
     SessionSettings,
     _ClosableSession,
+    check_session_id,
+    describe_session_id,
     items_argument,
 )
 from histcore.sessions.sql_store import (
@@ -301,8 +303,10 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     between reads so a read fetches only newer rows (the default).
 
     ``close()`` ends the session (not the shared pool: ``close_pools()`` does that);
-    afterwards every operation raises ``SessionClosedError``. Rows whose text is not
-    JSON are skipped with a logged warning and listed in ``skipped_row_ids``.
+    afterwards every operation raises ``SessionClosedError``. Rows whose text holds no
+    item (not JSON, or JSON that is not an object), whoever wrote them, are skipped with
+    a logged warning and listed in ``skipped_row_ids``; ``pop_item`` removes them on its
+    way.
 
     The history cache's ``stamp`` is the session row's generation it was read under.
     """
@@ -323,8 +327,12 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         pool_max_size: int = 10,
         connect_timeout: float = 30.0,
     ) -> None:
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        check_session_id(session_id)
+        if "\x00" in session_id:
+            raise ValueError(
+                f"session_id {describe_session_id(session_id)} holds a NUL character, "
+                "which PostgreSQL text cannot store"
+            )
         if (dsn is None) == (pool is None):
             raise TypeError("PostgresSession needs exactly one of dsn= and pool=")
         if dsn is not None and (not isinstance(dsn, str) or not dsn):
@@ -442,18 +450,22 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
 
     @property
     def skipped_row_ids(self) -> tuple[int, ...]:
-        """Ids of the rows of this session skipped because they are not JSON."""
+        """Ids of the rows of this session skipped because they hold no item."""
         return self._skipped_ids()
 
     def __repr__(self) -> str:
         where = describe_dsn(self._dsn) if self._dsn is not None else "<pool>"
-        return f"PostgresSession({self.session_id!r}, {where!r})"
+        return f"PostgresSession({describe_session_id(self.session_id)}, {where!r})"
 
     # --- plumbing ---------------------------------------------------------------------
 
+    def _who(self) -> str:
+        """This session as messages name it (a long id cut short)."""
+        return f"PostgresSession {describe_session_id(self.session_id)}"
+
     def _check_open(self) -> None:
         if self._closed:
-            raise SessionClosedError(f"PostgresSession {self.session_id!r} is closed")
+            raise SessionClosedError(f"{self._who()} is closed")
 
     def _lock(self) -> asyncio.Lock:
         """This session's lock for the running loop: reads and writes through one
@@ -476,17 +488,13 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                 pool, self._sql.schema, self._sql.required_columns, self._sql.indexes
             )
         except (psycopg.Error, PoolTimeout) as exc:
-            raise SessionError(
-                f"PostgresSession {self.session_id!r}: cannot prepare the tables: {exc}"
-            ) from exc
+            raise SessionError(f"{self._who()}: cannot prepare the tables: {exc}") from exc
         return pool
 
     def _failure(self, operation: str, exc: BaseException) -> SessionError:
         what = "nothing of the batch was written, or all of it" if operation == "add_items" else ""
         suffix = f" ({what})" if what else ""
-        return SessionError(
-            f"PostgresSession {self.session_id!r}: {operation} failed{suffix}: {exc}"
-        )
+        return SessionError(f"{self._who()}: {operation} failed{suffix}: {exc}")
 
     async def _finish(self, operation: str, work: Callable[[], Awaitable[_T]]) -> _T:
         """Run a write to its end even if the caller is cancelled meanwhile, so a
@@ -528,7 +536,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             except (psycopg.Error, PoolTimeout) as exc:
                 raise self._failure("get_items", exc) from exc
         raise SessionError(
-            f"PostgresSession {self.session_id!r}: get_items gave up: the history kept "
+            f"{self._who()}: get_items gave up: the history kept "
             f"changing under {_MAX_READ_ATTEMPTS} consecutive reads"
         )
 

@@ -12,7 +12,7 @@ only their SQL and connection handling:
 - ``HistoryCache.older_windows`` and ``add_older``: extending the cache back to the
   latest ``need`` items, one window of rows at a time;
 - ``SkipsCorruptRows``: decoding fetched rows, leaving out (and logging once) the ones
-  that are not JSON;
+  that hold no item;
 - ``NewestPop``: a pop that deletes the newest rows until one decodes.
 
 Row ids only grow within a session (AUTOINCREMENT in SQLite, an identity column taken
@@ -22,7 +22,6 @@ under the session row's lock in PostgreSQL), which is what makes "the rows above
 
 from __future__ import annotations
 
-import copy
 import logging
 import re
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from typing import Any
 from histcore.engine.collector import collector_paused
 from histcore.engine.items import deep_copy_items
 from histcore.sessions._codec import CorruptRow, decode_row, decode_rows
+from histcore.sessions.base import describe_session_id
 
 __all__ = [
     "BEFORE_ALL",
@@ -134,12 +134,11 @@ class HistoryCache:
         items = self.items if limit is None else self.items[-limit:]
         if not kept:
             return items
+        # Decoded rows nest at most MAX_DEPTH deep (deeper ones are skipped as corrupt),
+        # so the engine copies every one of them.
         copied: list[Any]
         with collector_paused():
-            try:
-                copied = deep_copy_items(items)
-            except ValueError:  # nested deeper than the engine copies
-                copied = copy.deepcopy(items)
+            copied = deep_copy_items(items)
         return copied
 
     def add_newer(self, fetched: DecodedRows) -> None:
@@ -186,7 +185,8 @@ class HistoryCache:
 
 
 class SkipsCorruptRows:
-    """Mixin of a store that decodes rows, leaving those that are not JSON out.
+    """Mixin of a store that decodes rows, leaving out those that hold no item (not
+    JSON, or JSON that is not an object: see ``_codec.decode_row``).
 
     The class sets ``session_id``, ``messages_table`` and ``_skipped = {}`` (row id ->
     reason, cleared with the session); each skipped row is logged once, when first met.
@@ -201,8 +201,8 @@ class SkipsCorruptRows:
         if row_id not in self._skipped:
             self._skipped[row_id] = reason
             logger.warning(
-                "session %r: skipped row %d of %s, it is not JSON (%s)",
-                self.session_id,
+                "session %s: skipped row %d of %s: %s",
+                describe_session_id(self.session_id),
                 row_id,
                 self.messages_table,
                 reason,

@@ -24,6 +24,8 @@ from histcore.sessions.base import (
     InputItem,
     SessionSettings,
     _ClosableSession,
+    check_session_id,
+    describe_session_id,
     items_argument,
 )
 from histcore.sessions.sql_store import logger
@@ -41,8 +43,9 @@ class SQLiteSession(_ClosableSession):
     fetches and decodes only rows appended since the previous one.
 
     ``close()`` it when done, or use it as a (sync or async) context manager; after
-    that every operation raises ``SessionClosedError``. Rows that are not JSON are
-    skipped with a logged warning and listed in ``skipped_row_ids``.
+    that every operation raises ``SessionClosedError``. Rows that hold no item (not
+    JSON, or JSON that is not an object), whoever wrote them, are skipped with a logged
+    warning and listed in ``skipped_row_ids``; ``pop_item`` removes them on its way.
     """
 
     # A read hands out copies of the history cache, or rows decoded for it alone.
@@ -59,8 +62,7 @@ class SQLiteSession(_ClosableSession):
         busy_timeout: float = 30.0,
         cache_history: bool = True,
     ) -> None:
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        check_session_id(session_id)
         if not isinstance(db_path, (str, os.PathLike)):
             raise TypeError(f"db_path must be a str or a path, not {type(db_path).__name__}")
         self.session_id = session_id
@@ -119,11 +121,11 @@ class SQLiteSession(_ClosableSession):
 
     @property
     def skipped_row_ids(self) -> tuple[int, ...]:
-        """Ids of the rows of this session skipped because they are not JSON."""
+        """Ids of the rows of this session skipped because they hold no item."""
         return self._store.skipped_row_ids
 
     def __repr__(self) -> str:
-        return f"SQLiteSession({self.session_id!r}, {os.fspath(self.db_path)!r})"
+        return f"SQLiteSession({describe_session_id(self.session_id)}, {os.fspath(self.db_path)!r})"
 
     # --- running blocking work ---------------------------------------------------------
 
@@ -139,7 +141,9 @@ class SQLiteSession(_ClosableSession):
         if not future.cancelled() and future.exception() is not None:
             # Harmless: SQLite checkpoints again on a later commit.
             logger.warning(
-                "session %r: WAL checkpoint failed: %s", self.session_id, future.exception()
+                "session %s: WAL checkpoint failed: %s",
+                describe_session_id(self.session_id),
+                future.exception(),
             )
 
     def _guarded(self, operation: str, work: Callable[..., _T], *args: Any) -> Callable[[], _T]:
@@ -147,9 +151,7 @@ class SQLiteSession(_ClosableSession):
             try:
                 return work(*args)
             except sqlite3.Error as exc:
-                raise SessionError(
-                    f"SQLiteSession {self.session_id!r}: {operation} failed: {exc}"
-                ) from exc
+                raise SessionError(f"{self._store.who()}: {operation} failed: {exc}") from exc
 
         return run
 
