@@ -144,20 +144,9 @@ def pip_pick(find_links: Path, *options: str) -> str:
         return picked[0] if len(picked) == 1 else f"pip downloaded {picked}"
 
 
-def main(dist: Path) -> int:
-    version = cargo_version()
-    artifacts = sorted(path.name for path in dist.iterdir() if path.name.startswith(f"{NAME}-"))
-    compiled_name = f"{NAME}-{version}-cp310-abi3-manylinux2014_x86_64.{MANYLINUX_TAG}.whl"
-    pure_name = f"{NAME}-{version}-py3-none-any.whl"
-    sdist_name = f"{NAME}-{version}.tar.gz"
-    check(
-        artifacts == sorted([compiled_name, pure_name, sdist_name]),
-        f"dist/ holds exactly {compiled_name}, {pure_name} and {sdist_name} (found {artifacts})",
-    )
-    compiled, pure, sdist = dist / compiled_name, dist / pure_name, dist / sdist_name
-    if failures:
-        return 1
-
+def check_compiled(compiled: Path, version: str) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The manylinux wheel: tags, the extension, auditwheel, RECORD. Returns its package
+    files and dist-info files."""
     # The compiled wheel.
     compiled_files = wheel_files(compiled)
     compiled_package, compiled_info = split_wheel(compiled_files, version)
@@ -169,7 +158,13 @@ def main(dist: Path) -> int:
     check(tag == MANYLINUX_TAG, f"auditwheel show: consistent with {tag}")
     check_record("compiled wheel", compiled_files, compiled_info)
 
-    # The pure wheel: the same package minus the extension, the same metadata.
+    return compiled_package, compiled_info
+
+
+def check_pure(
+    pure: Path, version: str, compiled_package: dict[str, bytes], compiled_info: dict[str, bytes]
+) -> None:
+    """The pure wheel: the same package minus the extension, the same metadata."""
     pure_files = wheel_files(pure)
     pure_package, pure_info = split_wheel(pure_files, version)
     check(wheel_tags(pure_info) == ["py3-none-any"], f"pure wheel tags: {wheel_tags(pure_info)}")
@@ -210,13 +205,15 @@ def main(dist: Path) -> int:
     check(metadata["Requires-Python"] == ">=3.10", f"Requires-Python {metadata['Requires-Python']}")
     print("      dependencies: " + "; ".join(metadata.get_all("Requires-Dist") or []))
 
-    # The sdist.
+
+def check_sdist(sdist: Path, version: str, metadata: bytes) -> None:
+    """The sdist: the wheels' metadata and what a build from it needs."""
     with tarfile.open(sdist) as archive:
         root = f"{NAME}-{version}/"
         names = set(archive.getnames())
         pkg_info = archive.extractfile(root + "PKG-INFO")
         check(
-            pkg_info is not None and pkg_info.read() == compiled_info["METADATA"],
+            pkg_info is not None and pkg_info.read() == metadata,
             "sdist PKG-INFO identical to the wheels' METADATA",
         )
         for needed in (
@@ -230,7 +227,12 @@ def main(dist: Path) -> int:
         ):
             check(root + needed in names, f"sdist has {needed}")
 
-    # What pip picks.
+
+def check_resolution(
+    dist: Path, compiled_name: str, pure_name: str, pure: Path, sdist: Path
+) -> None:
+    """Which file pip picks on each platform: the compiled wheel where it matches, the
+    pure wheel everywhere else, never the sdist."""
     for platform, python, expected in RESOLUTION:
         picked = pip_pick(
             dist,
@@ -253,7 +255,9 @@ def main(dist: Path) -> int:
         picked = pip_pick(Path(no_compiled))
         check(picked == pure_name, f"pip, defaults, only the pure wheel and the sdist: {picked}")
 
-    # What PyPI will be given.
+
+def check_twine(compiled: Path, pure: Path, sdist: Path) -> None:
+    """What PyPI will be given: twine check --strict."""
     twine = os.environ.get("TWINE", "twine")
     done = subprocess.run(
         [twine, "check", "--strict", str(compiled), str(pure), str(sdist)],
@@ -263,6 +267,27 @@ def main(dist: Path) -> int:
     )
     print(done.stdout.rstrip())
     check(done.returncode == 0, f"twine check --strict: {done.stderr.strip() or 'passed'}")
+
+
+def main(dist: Path) -> int:
+    version = cargo_version()
+    artifacts = sorted(path.name for path in dist.iterdir() if path.name.startswith(f"{NAME}-"))
+    compiled_name = f"{NAME}-{version}-cp310-abi3-manylinux2014_x86_64.{MANYLINUX_TAG}.whl"
+    pure_name = f"{NAME}-{version}-py3-none-any.whl"
+    sdist_name = f"{NAME}-{version}.tar.gz"
+    check(
+        artifacts == sorted([compiled_name, pure_name, sdist_name]),
+        f"dist/ holds exactly {compiled_name}, {pure_name} and {sdist_name} (found {artifacts})",
+    )
+    compiled, pure, sdist = dist / compiled_name, dist / pure_name, dist / sdist_name
+    if failures:
+        return 1
+
+    compiled_package, compiled_info = check_compiled(compiled, version)
+    check_pure(pure, version, compiled_package, compiled_info)
+    check_sdist(sdist, version, compiled_info["METADATA"])
+    check_resolution(dist, compiled_name, pure_name, pure, sdist)
+    check_twine(compiled, pure, sdist)
 
     if failures:
         print(f"\ncheck_dist: {len(failures)} check(s) failed", file=sys.stderr)
