@@ -18,6 +18,7 @@ __all__ = [
     "classify_callback_output",
     "long_integer_candidates",
     "plain_json_copy",
+    "sorted_json_text",
 ]
 
 MAX_DEPTH: Final[int]
@@ -42,3 +43,4 @@ def classify_callback_output(
     history: Iterable[Any], new_items: Iterable[Any], combined: Iterable[Any]
 ) -> tuple[list[int], list[int]]: ...
 def long_integer_candidates(texts: Iterable[Any]) -> list[int]: ...
+def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | None: ...
