@@ -379,4 +379,44 @@ mod _core {
         }
         PyList::new(py, positions)
     }
+
+    // --- json.dumps(value, sort_keys=True, default=str) text --------------------------
+
+    /// ``json.dumps(value, sort_keys=True, default=str)`` of a value made only of exact
+    /// dicts with str keys, lists, tuples, str, int, float, bool and None, nested at most
+    /// MAX_DEPTH levels, leaving out the top-level dict keys named in ``skip`` (a tuple of
+    /// str); None for any other value (json.dumps then decides: its text or its error).
+    #[pyfunction]
+    #[pyo3(signature = (value, skip = None))]
+    fn sorted_json_text<'py>(
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+        skip: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
+        let mut left_out = Vec::new();
+        if let Some(skip) = skip {
+            let Ok(names) = skip.cast::<PyTuple>() else {
+                return Err(PyTypeError::new_err(format!(
+                    "skip must be a tuple of str, not {}",
+                    skip.get_type().name()?
+                )));
+            };
+            for name in names.iter() {
+                if !name.is_exact_instance_of::<PyString>() {
+                    return Err(PyTypeError::new_err(format!(
+                        "skip must be a tuple of str, not a tuple holding {}",
+                        name.get_type().name()?
+                    )));
+                }
+                left_out.push(crate::py::text::Text::of_str(name)?);
+            }
+        }
+        let mut walker = crate::py::sorted_json::SortedJson::reuse(py);
+        let text = match walker.text(value, &left_out) {
+            Some(bytes) => to_py_string(py, bytes).map(Some),
+            None => Ok(None),
+        };
+        walker.recycle();
+        text
+    }
 }

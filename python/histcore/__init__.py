@@ -16,6 +16,7 @@ except ImportError as _error:  # a bad HISTCORE_BACKEND, or HISTCORE_BACKEND=rus
     raise
 from histcore.engine.items import (
     MAX_DEPTH,
+    InputProblem,
     canonical_json,
     classify_callback_output,
     content_key,
@@ -26,7 +27,9 @@ from histcore.engine.items import (
     deduplicate_input_items_preferring_latest,
     deep_copy_items,
     drop_orphan_function_calls,
+    input_problems,
     plain_json_copy,
+    repair_input,
 )
 from histcore.exceptions import (
     HistcoreError,
@@ -74,6 +77,7 @@ __all__ = [
     "CallModelData",
     "FunctionTool",
     "HistcoreError",
+    "InputProblem",
     "MaxTurnsExceeded",
     "MemorySession",
     "Model",
@@ -107,8 +111,10 @@ __all__ = [
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
     "drop_orphan_function_calls",
+    "input_problems",
     "function_tool",
     "plain_json_copy",
+    "repair_input",
     "prepare_input_with_session",
 ]
 

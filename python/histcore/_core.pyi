@@ -20,6 +20,7 @@ __all__ = [
     "plain_json_copy",
     "input_problems",
     "repair_input",
+    "sorted_json_text",
 ]
 
 MAX_DEPTH: Final[int]
@@ -48,3 +49,4 @@ def input_problems(
     items: Iterable[Any], *, history: Iterable[Any] | None = None
 ) -> list[tuple[int, str, str | None]]: ...
 def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]: ...
+def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | None: ...

@@ -12,4 +12,5 @@ pub mod digits;
 pub mod input_rules;
 pub mod keys;
 pub mod orphans;
+pub mod pyjson_text;
 pub mod strings;

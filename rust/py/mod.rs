@@ -1,6 +1,6 @@
 //! What reads and builds Python objects: argument lists (`args`), the payload and fields of
 //! an item (`extract`), canonical encoding (`encode`) and content keys (`content`), copies
-//! (`deepcopy`), `str` text (`text`), orphan-pruning facts (`orphans`), and when the GIL
+//! (`deepcopy`), `str` text (`text`), `json.dumps(sort_keys=True)` text (`sorted_json`), orphan-pruning facts (`orphans`), and when the GIL
 //! is released (`gil`). The rules themselves are in `crate::core`.
 
 pub mod args;
@@ -11,4 +11,5 @@ pub mod extract;
 pub mod gil;
 pub mod input_rules;
 pub mod orphans;
+pub mod sorted_json;
 pub mod text;

@@ -22,6 +22,7 @@ drop_orphan_function_calls = engine.drop_orphan_function_calls
 deep_copy_items = engine.deep_copy_items
 plain_json_copy = engine.plain_json_copy
 classify_callback_output = engine.classify_callback_output
+sorted_json_text = engine.sorted_json_text
 MAX_DEPTH: int = engine.MAX_DEPTH
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "input_problems",
     "plain_json_copy",
     "repair_input",
+    "sorted_json_text",
 ]

@@ -13,6 +13,7 @@ are read one at a time, in list order; and containers are read at once when reac
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -47,6 +48,7 @@ __all__ = [
     "long_integer_candidates",
     "plain_json_copy",
     "repair_input",
+    "sorted_json_text",
 ]
 
 #: Containers nested deeper than this raise ValueError (also catches cycles).
@@ -797,3 +799,46 @@ def long_integer_candidates(texts: Iterable[Any]) -> list[int]:
         if _LONG_RUN in bytes.translate(data, _DIGITS_AS_ZEROS):
             positions.append(position)
     return positions
+
+
+# --- json.dumps(value, sort_keys=True, default=str) text ------------------------------
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _walkable(value: Any, depth: int) -> bool:
+    kind = type(value)
+    if kind in _JSON_SCALARS:
+        if kind is int:
+            try:
+                int.__repr__(value)
+            except ValueError:
+                return False  # beyond the digit limit: json.dumps raises its own error
+        return True
+    if kind is dict:
+        return depth < MAX_DEPTH and all(
+            type(key) is str and _walkable(member, depth + 1) for key, member in value.items()
+        )
+    if kind is list or kind is tuple:
+        return depth < MAX_DEPTH and all(_walkable(member, depth + 1) for member in value)
+    return False
+
+
+def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | None:
+    """``json.dumps(value, sort_keys=True, default=str)`` of a value made only of exact
+    dicts with str keys, lists, tuples, str, int, float, bool and None, nested at most
+    MAX_DEPTH levels, leaving out the top-level dict keys named in ``skip`` (a tuple of
+    str); None for any other value (json.dumps then decides: its text or its error)."""
+    if skip is not None:
+        if type(skip) is not tuple:
+            raise TypeError(f"skip must be a tuple of str, not {type(skip).__name__}")
+        for name in skip:
+            if type(name) is not str:
+                raise TypeError(
+                    f"skip must be a tuple of str, not a tuple holding {type(name).__name__}"
+                )
+    if not _walkable(value, 0):
+        return None
+    if skip and type(value) is dict:
+        value = {key: member for key, member in value.items() if key not in skip}
+    return json.dumps(value, sort_keys=True, default=str)

@@ -36,7 +36,7 @@ from histcore.engine import items as engine
 from histcore.engine.collector import collector_paused
 from histcore.engine.exact_json import loads_as_json
 from histcore.openai_agents._copies import deep_copy, dump_compatible_copy
-from histcore.openai_agents._sorted_json import sorted_json
+from histcore.openai_agents._sorted_json import ENGINE_TEXT, sorted_json
 from histcore.openai_agents._watch import Watch
 
 __all__ = [
@@ -232,12 +232,22 @@ def make_drop_orphan_function_calls(
 def make_fingerprint_input_item(
     original: Callable[..., str | None], module: ModuleType, watch: Watch | None = None
 ) -> Callable[..., str | None]:
-    """The SDK's fingerprint text for dict items, from a reused encoder."""
+    """The SDK's fingerprint text for dict items: from the engine in one pass (the
+    metadata keys the SDK strips, and ``id`` when ids are ignored, left out as it
+    writes), else from a reused encoder."""
     unchanged = intact(watch)
+    keys = stripped_keys(module.strip_internal_input_item_metadata)
+    write = ENGINE_TEXT if keys is not None else None
+    skip = tuple(sorted(keys or ()))
+    skip_ids = tuple(sorted({*skip, "id"}))
 
     @like(original)
     def fingerprint_input_item(item: Any, *, ignore_ids_for_matching: bool = False) -> str | None:
         if type(item) is dict and unchanged():
+            if write is not None:
+                text = write(item, skip_ids if ignore_ids_for_matching else skip)
+                if text is not None:
+                    return text
             payload = module.strip_internal_input_item_metadata(item)
             if type(payload) is dict:
                 if ignore_ids_for_matching:

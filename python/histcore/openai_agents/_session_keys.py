@@ -36,8 +36,8 @@ from types import ModuleType
 from typing import Any
 
 from histcore.engine import items as engine
-from histcore.openai_agents._replacements import intact, like
-from histcore.openai_agents._sorted_json import sorted_json
+from histcore.openai_agents._replacements import intact, like, stripped_keys
+from histcore.openai_agents._sorted_json import ENGINE_TEXT, sorted_json
 from histcore.openai_agents._watch import Watch
 
 __all__ = [
@@ -186,6 +186,9 @@ def make_session_item_key(
 ) -> KeyFunction:
     """``_session_item_key``: the call's key when one is decided, else the SDK's text."""
     unchanged = intact(watch)
+    stripped = stripped_keys(module.strip_internal_input_item_metadata)
+    write = ENGINE_TEXT if stripped is not None else None
+    skip = tuple(sorted(stripped or ()))
 
     @like(original)
     def _session_item_key(item: Any, *, ignore_openai_conversation_item_ids: bool = False) -> Key:
@@ -208,6 +211,14 @@ def make_session_item_key(
                     call.pinned.append(item)
                     call.keys[id(item)] = key
                     return key
+        written = write(item, skip) if write is not None else None
+        if written is not None:
+            # The engine's text leaves out what the module's stripping drops; no user code ran.
+            if remember:
+                assert call is not None
+                call.pinned.append(item)
+                call.keys[id(item)] = written
+            return written
         try:
             # The module's own metadata stripping: which keys it drops depends on the release.
             text, used_default = sorted_json(module.strip_internal_input_item_metadata(item))

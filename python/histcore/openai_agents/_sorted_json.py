@@ -7,6 +7,11 @@ which costs as much as encoding a small item. Here each thread reuses one C enco
 built with exactly the options ``json.dumps`` passes, so the text comes from the same
 code with the same settings. A probe at import compares the two; if they ever differ
 (or the C accelerator is missing) every call goes through ``json.dumps`` itself.
+
+Before either, the Rust engine's ``sorted_json_text`` writes the text of values made
+only of exact builtin JSON values (``ENGINE_TEXT``); it answers None for anything else
+(subclasses, non-str keys, objects ``default=str`` would format, cycles), and only then
+does the encoder run. On the pure twin ``ENGINE_TEXT`` is None: the C encoder is faster.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FAST_ENCODER", "sorted_json"]
+from histcore.engine import items as engine
+
+__all__ = ["ENGINE_TEXT", "FAST_ENCODER", "sorted_json"]
 
 Encode = Callable[[Any], str]
 
@@ -87,6 +94,11 @@ def _select() -> Encode:
 
 FAST_ENCODER: bool = _select() is not _python_encode
 
+EngineText = Callable[[Any, "tuple[str, ...] | None"], "str | None"]
+
+#: ``sorted_json_text(value, skip)`` of the Rust engine, or None on the pure twin.
+ENGINE_TEXT: EngineText | None = engine.sorted_json_text if engine.BACKEND == "rust" else None
+
 
 def sorted_json(value: Any) -> tuple[str, bool]:
     """``(json.dumps(value, sort_keys=True, default=str), used_default)``.
@@ -94,6 +106,10 @@ def sorted_json(value: Any) -> tuple[str, bool]:
     ``used_default`` says whether some value was encoded through ``str()``. Raises
     whatever ``json.dumps`` raises (circular or too deep structures, unsortable keys).
     """
+    if ENGINE_TEXT is not None:
+        written = ENGINE_TEXT(value, None)
+        if written is not None:
+            return written, False
     state = _STATE
     encode = state.encode
     if encode is None:

@@ -1,0 +1,263 @@
+//! Walks Python values into `json.dumps(value, sort_keys=True, default=str)` text
+//! (string rules in `pyjson_text.rs`, numbers in `canonical.rs`).
+//!
+//! Only exact builtin JSON values are walked: dicts with exact `str` keys, lists, tuples,
+//! `str`, `int`, `float`, `bool` and `None`, nested at most `MAX_DEPTH` levels. Anything
+//! else (a subclass, a non-str key, an object `default=str` would format, a cycle, an
+//! integer `int.__repr__` refuses) makes the walk answer "not mine", and the caller runs
+//! `json.dumps` itself, which then gives its own text or raises its own error. Nothing in
+//! the walk runs Python code, so the values cannot change under it.
+
+use std::cell::Cell;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::{ffi, intern};
+
+use crate::core::canonical::{self, MAX_DEPTH};
+use crate::core::pyjson_text::write_ascii_string;
+use crate::py::text::{str_bytes, Text};
+
+/// A dict entry waiting to be written in key order.
+struct Entry<'py> {
+    /// The first 8 key bytes, big-endian and zero-padded: orders keys like their bytes
+    /// whenever it differs.
+    prefix: u64,
+    key: Text<'py>,
+    value: Bound<'py, PyAny>,
+}
+
+#[inline]
+fn key_prefix(key: &[u8]) -> u64 {
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    let mut prefix = 0u64;
+    for (index, &byte) in key.iter().enumerate() {
+        prefix |= u64::from(byte) << (56 - 8 * index);
+    }
+    prefix
+}
+
+thread_local! {
+    /// The output buffer of the last walk on this thread (one call per item from Python
+    /// loops, where an allocation per call would show).
+    static SPARE_OUT: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
+}
+
+/// One walk's state: the text so far and the entry buffers of the dicts being written.
+pub struct SortedJson<'py> {
+    py: Python<'py>,
+    out: Vec<u8>,
+    /// Entry buffers, one per depth.
+    pools: Vec<Vec<Entry<'py>>>,
+    int_repr: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> SortedJson<'py> {
+    /// A walker on this thread's spare buffer when there is one.
+    pub fn reuse(py: Python<'py>) -> Self {
+        let mut out = SPARE_OUT.with(Cell::take).unwrap_or_default();
+        out.clear();
+        SortedJson {
+            py,
+            out,
+            pools: Vec::new(),
+            int_repr: None,
+        }
+    }
+
+    /// Hand the buffer back for the next [`SortedJson::reuse`] on this thread.
+    pub fn recycle(self) {
+        SPARE_OUT.with(|spare| spare.set(Some(self.out)));
+    }
+
+    /// The text of `value` (ASCII bytes), top-level dict keys equal to one of `skip`
+    /// left out; `None` when the value is not one this walk answers (see the module).
+    /// The slice is valid until the next call.
+    pub fn text(&mut self, value: &Bound<'py, PyAny>, skip: &[Text<'py>]) -> Option<&[u8]> {
+        self.out.clear();
+        if self.value(value, 0, skip) {
+            Some(&self.out)
+        } else {
+            None
+        }
+    }
+
+    fn value(&mut self, value: &Bound<'py, PyAny>, depth: usize, skip: &[Text<'py>]) -> bool {
+        if value.is_exact_instance_of::<PyString>() {
+            match str_bytes(value) {
+                Ok(bytes) => write_ascii_string(&mut self.out, bytes.as_bytes()),
+                Err(_) => return false,
+            }
+        } else if value.is_exact_instance_of::<PyDict>() {
+            return depth < MAX_DEPTH && self.dict(value, depth, skip);
+        } else if value.is_exact_instance_of::<PyInt>() {
+            return self.int(value);
+        } else if value.is_exact_instance_of::<PyList>() {
+            // SAFETY: checked to be an exact list.
+            let list = unsafe { value.cast_unchecked::<PyList>() };
+            return depth < MAX_DEPTH && self.sequence(list.iter(), depth);
+        } else if value.is_none() {
+            canonical::write_constant(&mut self.out, None);
+        } else if value.is(PyBool::new(self.py, true)) {
+            canonical::write_constant(&mut self.out, Some(true));
+        } else if value.is(PyBool::new(self.py, false)) {
+            canonical::write_constant(&mut self.out, Some(false));
+        } else if value.is_exact_instance_of::<PyFloat>() {
+            // SAFETY: `value` is a live exact float (checked above), so PyFloat_AsDouble
+            // reads its value and cannot fail or run Python code.
+            let number = unsafe { ffi::PyFloat_AsDouble(value.as_ptr()) };
+            canonical::write_float(&mut self.out, number);
+        } else if value.is_exact_instance_of::<PyTuple>() {
+            // SAFETY: checked to be an exact tuple.
+            let tuple = unsafe { value.cast_unchecked::<PyTuple>() };
+            return depth < MAX_DEPTH && self.sequence(tuple.iter(), depth);
+        } else {
+            return false;
+        }
+        true
+    }
+
+    fn int(&mut self, value: &Bound<'py, PyAny>) -> bool {
+        let mut overflow = 0;
+        // SAFETY: `value` is a live exact int (the caller checked), so this reads its value
+        // and never calls `__index__`; `overflow` is a local the call writes.
+        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &raw mut overflow) };
+        if overflow == 0 {
+            if small == -1 && PyErr::take(self.py).is_some() {
+                return false;
+            }
+            canonical::write_i64(&mut self.out, small);
+            return true;
+        }
+        // Beyond i64: what `int.__repr__` says, as json writes it; its digit-limit error
+        // is json's to raise.
+        if self.int_repr.is_none() {
+            match self
+                .py
+                .get_type::<PyInt>()
+                .getattr(intern!(self.py, "__repr__"))
+            {
+                Ok(int_repr) => self.int_repr = Some(int_repr),
+                Err(_) => return false,
+            }
+        }
+        let Some(int_repr) = &self.int_repr else {
+            return false;
+        };
+        let Ok(digits) = int_repr.call1((value,)) else {
+            return false;
+        };
+        match digits
+            .cast::<PyString>()
+            .map(|text| str_bytes(text.as_any()).map(|b| b.as_bytes().to_vec()))
+        {
+            Ok(Ok(bytes)) => {
+                self.out.extend_from_slice(&bytes);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn sequence(&mut self, members: impl Iterator<Item = Bound<'py, PyAny>>, depth: usize) -> bool {
+        self.out.push(b'[');
+        let mut first = true;
+        for member in members {
+            if !first {
+                self.out.extend_from_slice(b", ");
+            }
+            first = false;
+            if !self.value(&member, depth + 1, &[]) {
+                return false;
+            }
+        }
+        self.out.push(b']');
+        true
+    }
+
+    fn dict(&mut self, value: &Bound<'py, PyAny>, depth: usize, skip: &[Text<'py>]) -> bool {
+        if self.pools.len() <= depth {
+            self.pools.resize_with(depth + 1, Vec::new);
+        }
+        let mut entries = std::mem::take(&mut self.pools[depth]);
+        let done = self.entries(value, skip, &mut entries) && {
+            // Keys are distinct str: their text bytes order them by code point.
+            entries.sort_unstable_by(|a, b| {
+                a.prefix
+                    .cmp(&b.prefix)
+                    .then_with(|| a.key.as_ref().cmp(b.key.as_ref()))
+            });
+            self.out.push(b'{');
+            let mut written = true;
+            for (position, entry) in entries.iter().enumerate() {
+                if position > 0 {
+                    self.out.extend_from_slice(b", ");
+                }
+                write_ascii_string(&mut self.out, entry.key.as_ref());
+                self.out.extend_from_slice(b": ");
+                if !self.value(&entry.value, depth + 1, &[]) {
+                    written = false;
+                    break;
+                }
+            }
+            self.out.push(b'}');
+            written
+        };
+        entries.clear();
+        self.pools[depth] = entries;
+        done
+    }
+
+    /// The dict's `(key, value)` pairs, false at its first key that is not an exact str.
+    fn entries(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        skip: &[Text<'py>],
+        entries: &mut Vec<Entry<'py>>,
+    ) -> bool {
+        let mut position: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut member: *mut ffi::PyObject = std::ptr::null_mut();
+        // The plain C walk of an exact dict: nothing in this loop runs Python code, so
+        // the dict cannot change under it.
+        // SAFETY: `value` is a live exact dict; the three out-parameters are locals that
+        // PyDict_Next writes (borrowed references, valid while the dict is unchanged).
+        while unsafe {
+            ffi::PyDict_Next(
+                value.as_ptr(),
+                &raw mut position,
+                &raw mut key,
+                &raw mut member,
+            )
+        } != 0
+        {
+            // SAFETY: PyDict_Next yields borrowed, non-null pointers; own them at once.
+            let (key, member) = unsafe {
+                (
+                    Bound::from_borrowed_ptr(self.py, key),
+                    Bound::from_borrowed_ptr(self.py, member),
+                )
+            };
+            if !key.is_exact_instance_of::<PyString>() {
+                return false;
+            }
+            let Ok(text) = Text::of_str(key) else {
+                return false;
+            };
+            if skip
+                .iter()
+                .any(|left_out| left_out.as_ref() == text.as_ref())
+            {
+                continue;
+            }
+            entries.push(Entry {
+                prefix: key_prefix(text.as_ref()),
+                key: text,
+                value: member,
+            });
+        }
+        true
+    }
+}
