@@ -285,6 +285,8 @@ CHANGED_ON_WRITE = [
     (decimal.Decimal("1.5"), "Decimal"),
     ({1, 2}, "set"),
     (b"bytes", "bytes"),
+    ("\ud83d\ude00", "surrogate pair"),  # two characters, read back as one: "😀"
+    ({"\udbff\udc00": 1}, "surrogate pair"),
 ]
 
 
