@@ -326,3 +326,13 @@ async def test_values_json_writes_as_themselves_are_kept(backend: Backends) -> N
         "model": [{"text": "nested"}],
     }
     assert type(stored["int_enum"]) is int and type(stored["str_enum"]) is str
+
+
+def test_rows_that_are_no_text_at_all_are_corrupt() -> None:
+    from histcore.sessions._codec import decode_rows
+
+    good = json.dumps(user("a")).encode()
+    ids, items, corrupt = decode_rows([(1, good), (2, None), (3, 42), (4, nested_text(300))])
+    assert ids == [1] and items == [user("a")]
+    assert [row_id for row_id, _ in corrupt] == [2, 3, 4]
+    assert "not JSON" in corrupt[0][1] and "deeper than" in corrupt[2][1]

@@ -311,12 +311,12 @@ def decode_row(data: object) -> Any:
 def _fast_decoded(texts: list[Any]) -> list[Any] | None:
     """Every text decoded, when every one holds an item; None when one may not (it is
     then found, and reported, by the row-by-row decode)."""
-    if _deep_positions(texts):
-        return None
     try:
+        if _deep_positions(texts):
+            return None
         exact = long_integer_candidates(texts)
         items = list(map(orjson.loads, texts))
-    except (orjson.JSONDecodeError, TypeError):
+    except (orjson.JSONDecodeError, TypeError):  # TypeError: a text that is no text
         return None
     if not set(map(type, items)) <= {dict}:
         return None
