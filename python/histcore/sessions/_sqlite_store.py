@@ -10,6 +10,17 @@ written by either library opens and continues in the other::
     agent_messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, message_data TEXT,
                    created_at), indexed on (session_id, id)
 
+Opening
+-------
+The constructor opens nothing: the first operation connects, in its worker thread, so
+waiting on a locked file never stalls an event loop, and a failed open is tried again
+by the next operation. A file that already has the tables is opened with reads only
+(no write transaction, so another connection's write does not hold it up). When
+SQLite says the database cannot be written (a read-only file or directory, a ``file:``
+URI with ``mode=ro``) it is opened read-only (``mode=ro``; in a read-only directory
+where a WAL file cannot get its ``-shm`` file, ``immutable=1`` if no ``-wal`` file holds
+changes): reads work, writes raise a SessionError saying the database is read-only.
+
 Incremental history
 -------------------
 Re-reading and re-decoding a long conversation every turn is what makes a plain
