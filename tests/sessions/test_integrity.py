@@ -285,6 +285,8 @@ CHANGED_ON_WRITE = [
     (decimal.Decimal("1.5"), "Decimal"),
     ({1, 2}, "set"),
     (b"bytes", "bytes"),
+    ("\ud83d\ude00", "surrogate pair"),  # two characters, read back as one: "😀"
+    ({"\udbff\udc00": 1}, "surrogate pair"),
 ]
 
 
@@ -324,3 +326,36 @@ async def test_values_json_writes_as_themselves_are_kept(backend: Backends) -> N
         "model": [{"text": "nested"}],
     }
     assert type(stored["int_enum"]) is int and type(stored["str_enum"]) is str
+
+
+def test_rows_that_are_no_text_at_all_are_corrupt() -> None:
+    from histcore.sessions._codec import decode_rows
+
+    good = json.dumps(user("a")).encode()
+    ids, items, corrupt = decode_rows([(1, good), (2, None), (3, 42), (4, nested_text(300))])
+    assert ids == [1] and items == [user("a")]
+    assert [row_id for row_id, _ in corrupt] == [2, 3, 4]
+    assert "not JSON" in corrupt[0][1] and "deeper than" in corrupt[2][1]
+
+
+async def test_runs_go_on_over_rows_that_hold_no_item(durable: Backends, tmp_path: Path) -> None:
+    from histcore.runner.agent import Agent
+    from histcore.runner.run import Runner
+    from histcore.testing import ScriptedModel, text_message, user_message
+
+    session = durable.session("run")
+    await session.add_items([user_message("u0"), text_message("a0")])
+    for text in (*NOT_ITEMS, nested_text(600), "{broken"):
+        await insert_raw(durable, tmp_path, "run", text)
+    model = ScriptedModel([[text_message("a1")], [text_message("a2")]])
+    agent = Agent("helper", model=model)
+    for turn in ("u1", "u2"):
+        await Runner.run(agent, turn, session=session)
+    assert model.last_input == [
+        user_message("u0"),
+        text_message("a0"),
+        user_message("u1"),
+        text_message("a1"),
+        user_message("u2"),
+    ]
+    assert len(session.skipped_row_ids) == len(NOT_ITEMS) + 2  # type: ignore[attr-defined]

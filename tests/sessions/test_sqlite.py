@@ -64,9 +64,9 @@ def child_env() -> dict[str, str]:
 # --- the file ----------------------------------------------------------------------------
 
 
-def test_file_is_in_wal_mode_with_the_sdk_schema(db: Path) -> None:
-    with SQLiteSession("s", db):
-        pass
+async def test_file_is_in_wal_mode_with_the_sdk_schema(db: Path) -> None:
+    with SQLiteSession("s", db) as session:
+        await session.get_items()  # the first operation opens the file
     conn = raw(db)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
@@ -107,25 +107,32 @@ def test_table_names_must_be_identifiers(db: Path) -> None:
         SQLiteSession("s", db, sessions_table="")
 
 
-def test_a_foreign_table_is_refused(db: Path) -> None:
+async def test_a_foreign_table_is_refused(db: Path) -> None:
     raw(db).execute("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, body TEXT)")
-    with pytest.raises(SessionError, match="lacks column.*message_data"):
-        SQLiteSession("s", db)
+    with SQLiteSession("s", db) as session:
+        with pytest.raises(SessionError, match="lacks column.*message_data"):
+            await session.get_items()
+        with pytest.raises(SessionError, match="lacks column.*message_data"):
+            await session.add_items([user("a")])
 
 
-def test_bad_settings_are_refused(db: Path) -> None:
+async def test_bad_settings_are_refused(db: Path) -> None:
     with pytest.raises(ValueError, match="busy_timeout must be >= 0"):
         SQLiteSession("s", db, busy_timeout=-1)
     with pytest.raises(TypeError, match="db_path must be a str or a path, not int"):
         SQLiteSession("s", 3)  # type: ignore[arg-type]
+    missing = SQLiteSession("s", db.parent / "missing" / "dir" / "x.db")
     with pytest.raises(SessionError, match="cannot open SQLite session store"):
-        SQLiteSession("s", db.parent / "missing" / "dir" / "x.db")
+        await missing.get_items()
 
 
-def test_a_file_that_is_not_a_database_is_refused_and_closed(db: Path) -> None:
+async def test_a_file_that_is_not_a_database_is_refused_and_closed(db: Path) -> None:
     write_junk(db)
-    with no_file_left_open(), pytest.raises(SessionError, match="file is not a database"):
-        SQLiteSession("s", db)
+    with no_file_left_open():
+        session = SQLiteSession("s", db)
+        with pytest.raises(SessionError, match="file is not a database"):
+            await session.get_items()
+        session.close()
 
 
 async def test_sessions_share_a_file_without_mixing(db: Path) -> None:
@@ -277,6 +284,7 @@ async def test_add_items_binds_without_warnings(db: Path) -> None:
 async def test_batches_split_under_a_low_variable_limit(db: Path) -> None:
     """A SQLite built with few variables per statement gets smaller INSERTs, in order."""
     with SQLiteSession("s", db) as session:
+        await session.get_items()  # opens the connection
         store = session._store
         if hasattr(store._conn, "setlimit"):  # Python 3.11+
             store._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 7)
@@ -349,6 +357,7 @@ async def test_pop_skips_corrupt_rows(db: Path) -> None:
 
 async def test_non_text_message_data_is_corrupt_not_fatal(db: Path) -> None:
     with SQLiteSession("s", db) as session:
+        assert await session.get_items() == []  # makes the tables
         conn = raw(db)
         conn.execute("INSERT INTO agent_sessions (session_id) VALUES ('s')")
         conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('s', 42)")

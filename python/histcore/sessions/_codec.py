@@ -11,7 +11,8 @@ refused with a TypeError naming the item and the place in it, before anything is
 written: values ``json`` refuses (sets, bytes, objects), values orjson would quietly
 write as something else (datetime, date, UUID, Enum members that are not str or int
 values, dataclasses), dict keys that are not str (``{1: "a", "1": "b"}`` would read back
-as ``{"1": "b"}``), circular references, and nesting deeper than the engine's
+as ``{"1": "b"}``), strings holding a surrogate pair as two characters (``"\\ud83d\\ude00"``
+reads back as ``"😀"``), circular references, and nesting deeper than the engine's
 ``MAX_DEPTH`` (256 containers, the item itself counted).
 
 Decoding uses orjson and retries what it rejects with ``json.loads`` (the SDK writes
@@ -139,6 +140,11 @@ def _model_dump(value: Any, dump: Any, index: int, path: list[str | int]) -> Any
         ) from exc
 
 
+# Two str characters that are a high and a low surrogate: JSON text can only hold them
+# as the escapes of the one character they encode together.
+_SURROGATE_PAIR = re.compile(r"[\ud800-\udbff][\udc00-\udfff]")
+
+
 def _json_tree(item: Any, index: int) -> Any:
     """``item`` as the JSON data it is stored as: models replaced by their dump, tuples
     by lists, dict and list subclasses by dicts and lists.
@@ -147,7 +153,8 @@ def _json_tree(item: Any, index: int) -> Any:
     read back as written: a value of a type ``json`` refuses (or that orjson would
     quietly write as something else: datetime, UUID, Enum, dataclass), a dict key that
     is not a str (it would read back as one, and ``{1: "a", "1": "b"}`` as one key), a
-    circular reference, or nesting deeper than MAX_DEPTH.
+    str holding a high and a low surrogate as two characters (they read back as one),
+    a circular reference, or nesting deeper than MAX_DEPTH.
     """
     path: list[str | int] = []
     open_containers: set[int] = set()
@@ -157,10 +164,21 @@ def _json_tree(item: Any, index: int) -> Any:
             f"items[{index}] cannot be encoded as JSON: {_where(index, path)} {reason}"
         )
 
+    def text(value: str) -> str:
+        pair = _SURROGATE_PAIR.search(value)
+        if pair is not None:
+            raise refuse(
+                f"holds a surrogate pair as two characters ({pair.group()!r}): JSON writes "
+                "them as the escapes of one character, which it would read back as"
+            )
+        return value
+
     def tree(value: Any, depth: int) -> Any:
         # Subclasses of str, int and float (IntEnum, str-valued Enum mixins) are written
         # as their plain value, which compares equal to them.
-        if value is None or isinstance(value, (str, int, float)):
+        if isinstance(value, str):
+            return text(value)
+        if value is None or isinstance(value, (int, float)):
             return value
         if isinstance(value, (dict, list, tuple)):
             if depth >= MAX_DEPTH:
@@ -178,7 +196,7 @@ def _json_tree(item: Any, index: int) -> Any:
                             "object keys are strings, so it would read back as another key"
                         )
                     path.append(key)
-                    result[key] = tree(member, depth + 1)
+                    result[text(key)] = tree(member, depth + 1)
                     path.pop()
             else:
                 result = []
@@ -293,12 +311,12 @@ def decode_row(data: object) -> Any:
 def _fast_decoded(texts: list[Any]) -> list[Any] | None:
     """Every text decoded, when every one holds an item; None when one may not (it is
     then found, and reported, by the row-by-row decode)."""
-    if _deep_positions(texts):
-        return None
     try:
+        if _deep_positions(texts):
+            return None
         exact = long_integer_candidates(texts)
         items = list(map(orjson.loads, texts))
-    except (orjson.JSONDecodeError, TypeError):
+    except (orjson.JSONDecodeError, TypeError):  # TypeError: a text that is no text
         return None
     if not set(map(type, items)) <= {dict}:
         return None

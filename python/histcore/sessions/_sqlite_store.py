@@ -10,6 +10,17 @@ written by either library opens and continues in the other::
     agent_messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, message_data TEXT,
                    created_at), indexed on (session_id, id)
 
+Opening
+-------
+The constructor opens nothing: the first operation connects, in its worker thread, so
+waiting on a locked file never stalls an event loop, and a failed open is tried again
+by the next operation. A file that already has the tables is opened with reads only
+(no write transaction, so another connection's write does not hold it up). When
+SQLite says the database cannot be written (a read-only file or directory, a ``file:``
+URI with ``mode=ro``) it is opened read-only (``mode=ro``; in a read-only directory
+where a WAL file cannot get its ``-shm`` file, ``immutable=1`` if no ``-wal`` file holds
+changes): reads work, writes raise a SessionError saying the database is read-only.
+
 Incremental history
 -------------------
 Re-reading and re-decoding a long conversation every turn is what makes a plain
@@ -59,6 +70,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
@@ -73,7 +85,7 @@ from histcore.sessions.sql_store import (
     check_table_name,
 )
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "read_only_error"]
 
 # Upper bound of rows per multi-row INSERT (the variable limit may lower it).
 _MAX_ROWS_PER_INSERT = 4096
@@ -122,34 +134,115 @@ class SQLiteStore(SkipsCorruptRows):
         self._cache: HistoryCache | None = None
         self._skipped: dict[int, str] = {}
         self._closed = False
-        path = os.fspath(db_path)
-        self._conn = sqlite3.connect(
-            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        self._path = os.fspath(db_path)
+        self._busy_timeout = busy_timeout
+        self._cache_history = cache_history
+        # Nothing is opened here: the first operation opens the file (``_connected``),
+        # in the worker thread it runs in, so that waiting for a locked file never
+        # stalls the caller's event loop.
+        self._ready = False
+        self._read_only = False
+
+    # --- opening --------------------------------------------------------------------
+
+    def _connected(self) -> sqlite3.Connection:
+        """The connection, opened on first use (under the lock); SessionError when the
+        file cannot be opened, and the next operation tries again."""
+        self._open()
+        if not self._ready:
+            try:
+                self._connect()
+            except sqlite3.Error as exc:
+                raise SessionError(
+                    f"cannot open SQLite session store {self._path!r}: {exc}"
+                ) from exc
+            self._ready = True
+        return self._conn
+
+    def _connect(self) -> None:
+        """Open the file for reading and writing, or read-only when it cannot be
+        written (a read-only file or directory, a ``file:`` URI with ``mode=ro``)."""
+        uri = self._path.startswith("file:")
+        try:
+            self._set_up(self._path, uri, writable=True)
+            return
+        except sqlite3.OperationalError as exc:
+            if not read_only_error(exc):
+                raise
+            failure = exc
+        for target in self._read_only_targets(uri):
+            try:
+                self._set_up(target, True, writable=False)
+            except sqlite3.OperationalError as exc:
+                if not read_only_error(exc):
+                    raise
+                failure = exc
+                continue
+            self._read_only = True
+            return
+        raise failure
+
+    def _read_only_targets(self, uri: bool) -> list[str]:
+        """The URIs that open the file read-only, in the order to try them."""
+        if uri:
+            return [self._path]  # the caller's own URI: SQLite opened it read-only
+        location = "file:" + quote(os.path.abspath(self._path))
+        targets = [location + "?mode=ro"]
+        # A WAL database in a read-only directory cannot be read without the -shm file
+        # it cannot create, except as immutable, which is safe when no -wal file holds
+        # changes (no writer can then exist either: it would need that directory).
+        try:
+            wal = os.path.getsize(self._path + "-wal")
+        except OSError:
+            wal = 0
+        if not wal:
+            targets.append(location + "?immutable=1")
+        return targets
+
+    def _set_up(self, target: str, uri: bool, writable: bool) -> None:
+        """Connect to ``target`` and prepare it (the tables; WAL mode when writable)."""
+        self._conn = conn = sqlite3.connect(
+            target,
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=uri,
         )
         try:
             # Raw bytes: orjson reads them directly, without building a str per row.
-            self._conn.text_factory = bytes
-            self._wal = path != ":memory:" and self._enable_wal(busy_timeout)
-            self._autocheckpoint = int(
-                self._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-            )
-            self._create_schema()
-            self._incremental = cache_history and self._ids_never_reused()
+            conn.text_factory = bytes
+            self._wal = writable and self._path != ":memory:" and self._enable_wal()
+            self._autocheckpoint = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+            if writable:
+                self._create_schema()
+            else:
+                self._check_schema()
+            self._incremental = self._cache_history and self._ids_never_reused()
             self._rows_per_insert = self._insert_batch_size()
-            encoding = self._conn.execute("PRAGMA encoding").fetchone()[0]
+            encoding = conn.execute("PRAGMA encoding").fetchone()[0]
             # Bytes may be cast to TEXT only where TEXT is stored as UTF-8.
             self._bind_bytes = _text(encoding).upper() == "UTF-8"
         except BaseException:
-            self._conn.close()
+            conn.close()
             raise
+
+    def _writable(self, operation: str) -> sqlite3.Connection:
+        """The connection, for a write; SessionError when the file was opened read-only."""
+        conn = self._connected()
+        if self._read_only:
+            raise SessionError(
+                f"{self.who()}: {operation} failed: the database {self._path!r} is "
+                "read-only (it cannot be written, so it was opened read-only)"
+            )
+        return conn
 
     # --- setup --------------------------------------------------------------------
 
-    def _enable_wal(self, busy_timeout: float) -> bool:
+    def _enable_wal(self) -> bool:
         """Switch the file to WAL mode; False when SQLite keeps another mode."""
         # Switching a fresh file to WAL takes a lock the busy handler does not wait
         # for, so several processes opening one new file retry here.
-        deadline = time.monotonic() + busy_timeout
+        deadline = time.monotonic() + self._busy_timeout
         while True:
             try:
                 mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -160,7 +253,50 @@ class SQLiteStore(SkipsCorruptRows):
                     raise
                 time.sleep(0.01)
 
+    def _schema_present(self) -> bool:
+        """Whether both tables and the index exist (checked with a read, so that
+        opening a file that has them never waits for another connection's write)."""
+        names = self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?)",
+            (self.sessions_table, self.messages_table, self._index),
+        ).fetchall()
+        return len(names) == 3
+
+    @property
+    def _index(self) -> str:
+        return f"idx_{self.messages_table}_session_id"
+
+    def _check_columns(self) -> None:
+        messages = self.messages_table
+        columns = {_text(row[1]) for row in self._conn.execute(f"PRAGMA table_info({messages})")}
+        missing = {"id", "session_id", "message_data"} - columns
+        if missing:
+            raise SessionError(
+                f"table {messages} exists but lacks column(s) "
+                f"{', '.join(sorted(missing))}: it is not a session messages table"
+            )
+
+    def _check_schema(self) -> None:
+        """The tables of a file opened read-only, which cannot be created."""
+        found = {
+            _text(row[0])
+            for row in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                (self.sessions_table, self.messages_table),
+            )
+        }
+        missing = sorted({self.sessions_table, self.messages_table} - found)
+        if missing:
+            raise SessionError(
+                f"the database {self._path!r} is read-only and has no table "
+                f"{' or '.join(missing)}: there is no session to read and none can be made"
+            )
+        self._check_columns()
+
     def _create_schema(self) -> None:
+        if self._schema_present():
+            self._check_columns()
+            return
         sessions, messages = self.sessions_table, self.messages_table
         conn = self._conn
         with self._write():
@@ -185,16 +321,10 @@ class SQLiteStore(SkipsCorruptRows):
             )
         """
             )
-            columns = {_text(row[1]) for row in conn.execute(f"PRAGMA table_info({messages})")}
-            missing = {"id", "session_id", "message_data"} - columns
-            if missing:
-                raise SessionError(
-                    f"table {messages} exists but lacks column(s) "
-                    f"{', '.join(sorted(missing))}: it is not a session messages table"
-                )
+            self._check_columns()
             conn.execute(
                 f"""
-            CREATE INDEX IF NOT EXISTS idx_{messages}_session_id
+            CREATE INDEX IF NOT EXISTS {self._index}
             ON {messages} (session_id, id)
         """
             )
@@ -290,6 +420,7 @@ class SQLiteStore(SkipsCorruptRows):
             self._open()
             if limit == 0:
                 return []
+            self._connected()
             try:
                 cache = self._synced(limit)
             except BaseException:
@@ -385,7 +516,7 @@ class SQLiteStore(SkipsCorruptRows):
             self._open()
             if not texts:
                 return False
-            conn = self._conn
+            conn = self._writable("add_items")
             table = self.messages_table
             # A large batch would make its commit copy the whole batch again from the
             # WAL into the database (SQLite's automatic checkpoint). That copy is
@@ -439,7 +570,7 @@ class SQLiteStore(SkipsCorruptRows):
     def checkpoint(self) -> None:
         """Copy the WAL into the database without waiting for readers (PASSIVE)."""
         with self._lock:
-            if self._closed:
+            if self._closed or not self._ready or self._read_only:
                 return
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
@@ -460,8 +591,7 @@ class SQLiteStore(SkipsCorruptRows):
     def pop(self) -> Any | None:
         """Remove and return the newest item; corrupt rows on the way are dropped."""
         with self._lock:
-            self._open()
-            conn, table = self._conn, self.messages_table
+            conn, table = self._writable("pop_item"), self.messages_table
             if self._cache is not None:
                 self._decode_pending(self._cache)
             pop = NewestPop(self)
@@ -487,8 +617,7 @@ class SQLiteStore(SkipsCorruptRows):
     def clear(self) -> None:
         """Remove every row of the session, and its sessions-table row."""
         with self._lock:
-            self._open()
-            conn = self._conn
+            conn = self._writable("clear_session")
             try:
                 with self._write():
                     cache = self._cache_if_current()
@@ -517,7 +646,16 @@ class SQLiteStore(SkipsCorruptRows):
                 return
             self._closed = True
             self._cache = None
-            self._conn.close()
+            if self._ready:
+                self._conn.close()
+
+
+def read_only_error(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused ``exc``'s statement because the database is read-only."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return (int(code) & 0xFF) == 8  # SQLITE_READONLY, and its extended codes
+    return "readonly" in str(exc).lower()
 
 
 def _text(value: object) -> str:

@@ -1,8 +1,9 @@
 """``SQLiteSession``: the embedded default session store.
 
-One SQLite connection per session object (WAL, busy timeout), used from worker
-threads one operation at a time, so the event loop never blocks on the database and
-no connection is opened per event loop or per thread. The tables are the OpenAI Agents
+One SQLite connection per session object (WAL, busy timeout), opened by the first
+operation and used from worker threads one operation at a time, so the event loop
+never blocks on the database (not even on opening a locked file) and no connection is
+opened per event loop or per thread. The tables are the OpenAI Agents
 SDK's, so a database written by either library opens and continues in the other. The
 session keeps the history it has read and later fetches only newer rows (see
 ``_sqlite_store`` for how changes by other connections are detected).
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 from histcore._cancellation import to_the_end
 from histcore.exceptions import SessionError
 from histcore.sessions._codec import encode_items_utf8
-from histcore.sessions._sqlite_store import SQLiteStore
+from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
 from histcore.sessions.base import (
     InputItem,
     SessionSettings,
@@ -38,9 +39,17 @@ _T = TypeVar("_T")
 class SQLiteSession(_ClosableSession):
     """A session stored in a SQLite file (or ``:memory:``), in the Agents SDK's tables.
 
+    ``db_path``: a file, ``:memory:``, or a ``file:`` URI (``file:chat.db?mode=ro``).
     ``busy_timeout``: seconds a write waits for another connection's write to finish.
     ``cache_history``: keep the decoded history between reads (the default) so a read
     fetches and decodes only rows appended since the previous one.
+
+    The constructor only checks its arguments: the file is opened (and the tables made)
+    by the first operation, in a worker thread, so a locked file never stalls the event
+    loop; an error opening it (a SessionError) comes from that operation, and the next
+    one tries again. A database that cannot be written (a read-only file or directory,
+    or a URI with ``mode=ro``) is opened read-only: reads work, and every write raises
+    a SessionError saying so.
 
     ``close()`` it when done, or use it as a (sync or async) context manager; after
     that every operation raises ``SessionClosedError``. Rows that hold no item (not
@@ -71,14 +80,10 @@ class SQLiteSession(_ClosableSession):
         self.sessions_table = sessions_table
         self.messages_table = messages_table
         self._checkpoints: set[asyncio.Future[None]] = set()
-        try:
-            self._store = SQLiteStore(
-                session_id, db_path, sessions_table, messages_table, busy_timeout, cache_history
-            )
-        except sqlite3.Error as exc:
-            raise SessionError(
-                f"cannot open SQLite session store {os.fspath(db_path)!r}: {exc}"
-            ) from exc
+        # Opens nothing yet (see the class docstring).
+        self._store = SQLiteStore(
+            session_id, db_path, sessions_table, messages_table, busy_timeout, cache_history
+        )
 
     # --- session API ----------------------------------------------------------------
 
@@ -151,7 +156,11 @@ class SQLiteSession(_ClosableSession):
             try:
                 return work(*args)
             except sqlite3.Error as exc:
-                raise SessionError(f"{self._store.who()}: {operation} failed: {exc}") from exc
+                if read_only_error(exc):
+                    reason = f"the database {os.fspath(self.db_path)!r} is read-only ({exc})"
+                else:
+                    reason = str(exc)
+                raise SessionError(f"{self._store.who()}: {operation} failed: {reason}") from exc
 
         return run
 
