@@ -283,10 +283,14 @@ mod _core {
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let items = ListArg::of(items, "items")?;
+        let mut items = ListArg::of(items, "items")?;
+        let rereads = ListArg::may_run_code(history);
         let history = history
             .map(|history| ListArg::of(history, "history"))
             .transpose()?;
+        if rereads {
+            items.reread()?;
+        }
         input_rules::problems(&items, history.as_ref())
     }
 
@@ -302,7 +306,10 @@ mod _core {
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let items = ListArg::of(items, "items")?;
+        let mut items = ListArg::of(items, "items")?;
+        if ListArg::may_run_code(history) {
+            items.snapshot()?;
+        }
         let history = history
             .map(|history| ListArg::of(history, "history"))
             .transpose()?;

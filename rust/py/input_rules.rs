@@ -35,18 +35,58 @@ impl<'py> ListArg<'py> {
         self.items.len()
     }
 
-    /// The address of the item at `index`, read without touching the item (None without
-    /// an exact list, or past its end).
+    /// Whether reading `history` (not None) may run Python code (a generator, say).
+    pub fn may_run_code(history: Option<&Bound<'py, PyAny>>) -> bool {
+        history.is_some_and(|history| !history.is_exact_instance_of::<PyList>())
+    }
+
+    /// Read the list again: the twin's `input_problems` reads the items only after the
+    /// history was materialised, which may have changed them.
+    pub fn reread(&mut self) -> PyResult<()> {
+        if let Some(list) = &self.list {
+            self.items = Items::of(list.as_any(), "items")?;
+        }
+        Ok(())
+    }
+
+    /// Read a copy of the list from now on: the twin's `repair_input` copies the items
+    /// before it materialises the history.
+    pub fn snapshot(&mut self) -> PyResult<()> {
+        if let Some(list) = &self.list {
+            let copy = list.get_slice(0, list.len());
+            self.items = Items::of(copy.as_any(), "items")?;
+            self.list = Some(copy);
+        }
+        Ok(())
+    }
+
+    /// An exact list whose length is still the one read (Python code may run between the
+    /// reading of the arguments and of the items, materialising a later argument).
+    fn is_unchanged(&self) -> bool {
+        self.list
+            .as_ref()
+            .is_some_and(|list| list.len() == self.items.len())
+    }
+
+    /// The address of the item at `index` (None past the end), read without touching the
+    /// item. Only for a list that [`ListArg::is_unchanged`] while no Python code has run
+    /// since.
     fn address(&self, index: usize) -> Option<usize> {
         let list = self.list.as_ref()?;
-        if index >= list.len() {
+        if index >= self.items.len() {
             return None;
         }
         let index = ffi::Py_ssize_t::try_from(index).ok()?;
-        // SAFETY: `list` is a live list and `index` in its range (checked just above), so
-        // `PyList_GetItem` cannot fail; it returns a borrowed reference without running
-        // Python code, and that reference is only taken as an address, never dereferenced.
+        // SAFETY: `list` is a live list, and we hold the GIL. `PyList_GetItem` checks the
+        // index and runs no Python code: it returns a borrowed reference, only taken as an
+        // address here (never dereferenced), or NULL with IndexError set.
         let item = unsafe { ffi::PyList_GetItem(list.as_ptr(), index) };
+        if item.is_null() {
+            // Not when the caller keeps its promise (the list keeps its length).
+            // SAFETY: we hold the GIL, and the IndexError just set is ours to discard.
+            unsafe { ffi::PyErr_Clear() };
+            return None;
+        }
         Some(item as usize)
     }
 }
@@ -175,6 +215,7 @@ impl<'py> FactReader<'py> {
     ) -> PyResult<Vec<Facts>> {
         let items = &list.items;
         let mut facts = Vec::with_capacity(items.len());
+        let earlier = earlier.filter(|(earlier, _)| earlier.is_unchanged() && list.is_unchanged());
         // `items[position]` may be `earlier[position + shift]`.
         let shift = earlier.map_or(0, |(earlier, _)| earlier.len().wrapping_sub(items.len()));
         for position in 0..items.len() {

@@ -9,6 +9,7 @@ is dropped, and the engines agree, exceptions included.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -495,6 +496,40 @@ def test_arguments_are_read_in_the_twins_order(pure: ModuleType, core: ModuleTyp
             engine.input_problems((), history=b"x")
         with pytest.raises(TypeError):
             engine.input_problems([], [])  # history is keyword-only
+
+
+@pytest.mark.parametrize("edit", ["shrink", "grow", "replace"])
+def test_a_history_generator_may_edit_the_items(
+    pure: ModuleType, core: ModuleType, edit: str
+) -> None:
+    # input_problems reads the items after the history; repair_input copies them before.
+    def arguments() -> tuple[list[Any], Iterator[Any]]:
+        items: list[Any] = [{"type": "function_call", "call_id": "c"}, {"role": "user"}]
+
+        def history() -> Iterator[Any]:
+            if edit == "shrink":
+                items.pop()
+            elif edit == "grow":
+                items.append({"type": "reasoning", "id": "r"})
+            else:
+                items[0] = {"type": "function_call_output", "call_id": "c"}
+            yield {"type": "reasoning", "id": "r"}
+
+        return items, history()
+
+    for name in ("input_problems", "repair_input"):
+        outcomes = []
+        for engine in (pure, core):
+            items, history = arguments()
+            outcomes.append(_outcome_by_value(engine, name, items, history))
+        assert outcomes[1] == outcomes[0], name
+
+
+def _outcome_by_value(engine: ModuleType, name: str, items: Any, history: Any) -> Outcome:
+    try:
+        return ("returned", getattr(engine, name)(items, history=history))
+    except Exception as exc:  # the exception itself is what gets compared
+        return ("raised", (type(exc), str(exc)))
 
 
 def test_a_chain_of_programs_is_repaired_in_one_pass(engine: ModuleType) -> None:
