@@ -131,12 +131,23 @@ pub trait ItemReader {
     fn pending(&mut self, shell: bool) -> Result<bool, Self::Error>;
 }
 
+/// What [`read`] keeps of an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Everything: the facts of the items checked.
+    All,
+    /// The class and id only, all rule (e) reads of the history (its fields are still
+    /// all read, in order: reading may have effects).
+    ClassAndId,
+}
+
 /// The facts of one dict item, its strings pushed to `strings` (the facts hold their push
 /// indexes until [`number`]); `key` is scratch space.
 pub fn read<R: ItemReader>(
     reader: &mut R,
     strings: &mut Strings,
     key: &mut Vec<u8>,
+    keep: Keep,
 ) -> Result<Facts, R::Error> {
     let kind = reader.kind()?;
     let role = reader.role()?;
@@ -146,10 +157,13 @@ pub fn read<R: ItemReader>(
     if reader.id(key)? && key_text(key) != FAKE_ID {
         facts.id = Some(Key::new(strings.push(key)));
     }
+    let push = |key: &[u8], strings: &mut Strings| {
+        (keep == Keep::All).then(|| Key::new(strings.push(key)))
+    };
     key.clear();
     key.push(CallFamily::Program as u8);
     if reader.program_caller(key)? {
-        facts.caller = Some(Key::new(strings.push(key)));
+        facts.caller = push(key, strings);
     }
     if let Some(user_side) = role {
         facts.class = if user_side {
@@ -167,14 +181,14 @@ pub fn read<R: ItemReader>(
         Some(TypeClass::Reasoning) => Class::Reasoning,
         Some(TypeClass::Call(family)) if has_call_id => {
             key[0] = family as u8;
-            facts.pair = Some(Key::new(strings.push(key)));
+            facts.pair = push(key, strings);
             facts.program = family == CallFamily::Program;
             facts.pending_hosted = reader.pending(family == CallFamily::Shell)?;
             Class::Call
         }
         Some(TypeClass::Output(family)) if has_call_id => {
             key[0] = family as u8;
-            facts.pair = Some(Key::new(strings.push(key)));
+            facts.pair = push(key, strings);
             Class::Output
         }
         Some(TypeClass::Output(_)) => Class::Other,

@@ -12,7 +12,7 @@ use super::extract::{is_str, DictPayload, FieldValue, Reader};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, to_py_string};
 use crate::core::input_rules::{
-    self, key_text, Checker, Facts, ItemReader, Kind, Problem, Required, TypeClass,
+    self, key_text, Checker, Facts, ItemReader, Keep, Kind, Problem, Required, TypeClass,
 };
 use crate::core::strings::Strings;
 
@@ -68,6 +68,16 @@ impl<'py> ListArg<'py> {
             .is_some_and(|list| list.len() == self.items.len())
     }
 
+    /// Whether both are exact lists ending with the very same object (no Python code
+    /// runs).
+    fn ends(&self, other: &ListArg<'_>) -> bool {
+        if !self.is_unchanged() || !other.is_unchanged() {
+            return false;
+        }
+        let last = |list: &ListArg<'_>| list.len().checked_sub(1).and_then(|at| list.address(at));
+        last(self).is_some() && last(self) == last(other)
+    }
+
     /// The address of the item at `index` (None past the end), read without touching the
     /// item. Only for a list that [`ListArg::is_unchanged`] while no Python code has run
     /// since.
@@ -99,9 +109,9 @@ pub fn problems<'py>(
     let py = items.items.py();
     let mut reader = FactReader::new(py);
     // The twin reads the items, then the history, then compares statuses.
-    let mut facts = reader.read(items, true, None)?;
+    let mut facts = reader.read(items, Keep::All, None)?;
     let stored = history
-        .map(|history| reader.read(history, false, Some((items, &facts))))
+        .map(|history| reader.read(history, Keep::ClassAndId, Some((items, &facts))))
         .transpose()?;
     reader.resolve(&mut facts)?;
     let size = items.len() + history.map_or(0, ListArg::len);
@@ -121,12 +131,15 @@ pub fn problems<'py>(
 pub fn kept(items: &ListArg<'_>, history: Option<&ListArg<'_>>) -> PyResult<Vec<usize>> {
     let py = items.items.py();
     let mut reader = FactReader::new(py);
-    // The twin reads the history, then the items, then compares statuses.
+    // The twin reads the history, then the items, then compares statuses. All of the
+    // history is kept when the items look like its tail, so they are not read again.
+    let tail = history.is_some_and(|history| items.ends(history));
+    let keep = if tail { Keep::All } else { Keep::ClassAndId };
     let stored = history
-        .map(|history| reader.read(history, false, None))
+        .map(|history| reader.read(history, keep, None))
         .transpose()?;
-    let earlier = history.zip(stored.as_deref());
-    let mut facts = reader.read(items, true, earlier)?;
+    let earlier = history.zip(stored.as_deref()).filter(|_| tail);
+    let mut facts = reader.read(items, Keep::All, earlier)?;
     reader.resolve(&mut facts)?;
     let size = items.len() + history.map_or(0, ListArg::len);
     let mut strings = reader.strings;
@@ -199,9 +212,9 @@ impl<'py> FactReader<'py> {
         }
     }
 
-    /// The facts of every item (the default facts for items that are not dicts). Status
-    /// comparisons are kept for [`FactReader::resolve`] when `defer` (for the history
-    /// their truthiness is never needed).
+    /// The facts of every item (the default facts for items that are not dicts), as much
+    /// as `keep` says. Status comparisons that are not bools are kept for
+    /// [`FactReader::resolve`] with all facts (the history's truthiness is never taken).
     ///
     /// `earlier` is a list read before, with its facts: while every read is pure, an
     /// item that is the very object at the same distance from the end of `earlier` (the
@@ -210,7 +223,7 @@ impl<'py> FactReader<'py> {
     fn read(
         &mut self,
         list: &ListArg<'py>,
-        defer: bool,
+        keep: Keep,
         earlier: Option<(&ListArg<'py>, &[Facts])>,
     ) -> PyResult<Vec<Facts>> {
         let items = &list.items;
@@ -246,8 +259,9 @@ impl<'py> FactReader<'py> {
                 &mut fields,
                 &mut self.strings,
                 &mut self.key,
+                keep,
             )?);
-            if let Some(status) = fields.status.filter(|_| defer) {
+            if let Some(status) = fields.status.filter(|_| keep == Keep::All) {
                 self.deferred.push((position, status));
             }
         }
