@@ -46,7 +46,7 @@ mod _core {
     use crate::py::encode::Encoder;
     use crate::py::extract::{item_key, key_ids, Reader};
     use crate::py::gil::maybe_detach;
-    use crate::py::input_rules;
+    use crate::py::input_rules::{self, ListArg};
     use crate::py::orphans;
     use crate::py::text::{str_bytes, to_py_string};
 
@@ -283,10 +283,14 @@ mod _core {
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let items = Items::of(items, "items")?;
+        let mut items = ListArg::of(items, "items")?;
+        let rereads = ListArg::may_run_code(history);
         let history = history
-            .map(|history| Items::of(history, "history"))
+            .map(|history| ListArg::of(history, "history"))
             .transpose()?;
+        if rereads {
+            items.reread()?;
+        }
         input_rules::problems(&items, history.as_ref())
     }
 
@@ -302,12 +306,15 @@ mod _core {
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let items = Items::of(items, "items")?;
+        let mut items = ListArg::of(items, "items")?;
+        if ListArg::may_run_code(history) {
+            items.snapshot()?;
+        }
         let history = history
-            .map(|history| Items::of(history, "history"))
+            .map(|history| ListArg::of(history, "history"))
             .transpose()?;
         let kept = input_rules::kept(&items, history.as_ref())?;
-        items.pick(&kept)
+        items.items.pick(&kept)
     }
 
     // --- session-callback classification ---------------------------------------------

@@ -6,6 +6,8 @@
 //! [`read`]), its strings pushed to a [`Strings`] and then numbered (see [`number`]);
 //! everything here is plain Rust and linear in the number of items.
 
+use std::num::NonZeroU32;
+
 use super::keys::{CallFamily, ItemType, FAKE_ID};
 use super::strings::Strings;
 
@@ -52,22 +54,51 @@ impl TypeClass {
     }
 }
 
-/// The facts of one item. String fields hold string ids: equal strings have equal ids
-/// (after [`number`]), all below the `id_count` given to the rules.
+/// A string in the facts: its push index until [`number`], then its string id. Stored
+/// plus one, so that an absent string costs no room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key(NonZeroU32);
+
+impl Key {
+    pub fn new(index: u32) -> Self {
+        Key(NonZeroU32::MIN.saturating_add(index))
+    }
+
+    pub fn index(self) -> u32 {
+        self.0.get() - 1
+    }
+}
+
+/// The facts of one item (16 bytes). Strings are [`Key`]s: after [`number`], equal
+/// strings have equal ids, all below the `id_count` given to the rules.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Facts {
     pub class: Class,
-    /// Calls and outputs: the pair key (the call family and the `call_id`).
-    pub pair: Option<u32>,
     /// A call of type `program`.
     pub program: bool,
-    /// The str `id`, unless it is the placeholder `__fake_id__`.
-    pub id: Option<u32>,
-    /// `caller["caller_id"]` when `caller` is a dict whose type is `"program"` and whose
-    /// `caller_id` is a str, keyed like the pair key of that program's call.
-    pub caller: Option<u32>,
     /// A `shell_call` whose status is missing, None or `"in_progress"`.
     pub pending_hosted: bool,
+    /// Calls and outputs: the pair key (the call family and the `call_id`).
+    pub pair: Option<Key>,
+    /// The str `id`, unless it is the placeholder `__fake_id__`.
+    pub id: Option<Key>,
+    /// `caller["caller_id"]` when `caller` is a dict whose type is `"program"` and whose
+    /// `caller_id` is a str, keyed like the pair key of that program's call.
+    pub caller: Option<Key>,
+}
+
+impl Facts {
+    pub fn pair(&self) -> Option<u32> {
+        self.pair.map(Key::index)
+    }
+
+    pub fn id(&self) -> Option<u32> {
+        self.id.map(Key::index)
+    }
+
+    pub fn caller(&self) -> Option<u32> {
+        self.caller.map(Key::index)
+    }
 }
 
 /// The first byte of an item id's key: after the call families' bytes (0 to 7), so an id
@@ -100,12 +131,23 @@ pub trait ItemReader {
     fn pending(&mut self, shell: bool) -> Result<bool, Self::Error>;
 }
 
+/// What [`read`] keeps of an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Everything: the facts of the items checked.
+    All,
+    /// The class and id only, all rule (e) reads of the history (its fields are still
+    /// all read, in order: reading may have effects).
+    ClassAndId,
+}
+
 /// The facts of one dict item, its strings pushed to `strings` (the facts hold their push
 /// indexes until [`number`]); `key` is scratch space.
 pub fn read<R: ItemReader>(
     reader: &mut R,
     strings: &mut Strings,
     key: &mut Vec<u8>,
+    keep: Keep,
 ) -> Result<Facts, R::Error> {
     let kind = reader.kind()?;
     let role = reader.role()?;
@@ -113,12 +155,15 @@ pub fn read<R: ItemReader>(
     key.clear();
     key.push(ID_KEY);
     if reader.id(key)? && key_text(key) != FAKE_ID {
-        facts.id = Some(strings.push(key));
+        facts.id = Some(Key::new(strings.push(key)));
     }
+    let push = |key: &[u8], strings: &mut Strings| {
+        (keep == Keep::All).then(|| Key::new(strings.push(key)))
+    };
     key.clear();
     key.push(CallFamily::Program as u8);
     if reader.program_caller(key)? {
-        facts.caller = Some(strings.push(key));
+        facts.caller = push(key, strings);
     }
     if let Some(user_side) = role {
         facts.class = if user_side {
@@ -136,14 +181,14 @@ pub fn read<R: ItemReader>(
         Some(TypeClass::Reasoning) => Class::Reasoning,
         Some(TypeClass::Call(family)) if has_call_id => {
             key[0] = family as u8;
-            facts.pair = Some(strings.push(key));
+            facts.pair = push(key, strings);
             facts.program = family == CallFamily::Program;
             facts.pending_hosted = reader.pending(family == CallFamily::Shell)?;
             Class::Call
         }
         Some(TypeClass::Output(family)) if has_call_id => {
             key[0] = family as u8;
-            facts.pair = Some(strings.push(key));
+            facts.pair = push(key, strings);
             Class::Output
         }
         Some(TypeClass::Output(_)) => Class::Other,
@@ -155,7 +200,7 @@ pub fn read<R: ItemReader>(
 /// Replace the push indexes in `facts` by the string ids `ids` gives them
 /// ([`Strings::number`]).
 pub fn number(facts: &mut [Facts], ids: &[u32]) {
-    let id = |index: Option<u32>| index.map(|index| ids[index as usize]);
+    let id = |key: Option<Key>| key.map(|key| Key::new(ids[key.index() as usize]));
     for facts in facts {
         facts.pair = id(facts.pair);
         facts.id = id(facts.id);
@@ -184,7 +229,7 @@ impl Required {
         let mut before = Vec::new();
         for pair in history.windows(2) {
             let (previous, item) = (&pair[0], &pair[1]);
-            if let (Some(id), Some(needed)) = (item.id, previous.id) {
+            if let (Some(id), Some(needed)) = (item.id(), previous.id()) {
                 if previous.class == Class::Reasoning && item.class != Class::Reasoning {
                     if before.is_empty() {
                         before = vec![NONE; id_count];
@@ -269,7 +314,7 @@ impl<'a> Checker<'a> {
         let mut slots = vec![empty; id_count];
         for (position, facts) in items.iter().enumerate() {
             let position = at(position);
-            if let Some(pair) = facts.pair {
+            if let Some(pair) = facts.pair() {
                 let slot = &mut slots[pair as usize];
                 if facts.class == Class::Call {
                     slot.first_call = slot.first_call.min(position);
@@ -277,7 +322,7 @@ impl<'a> Checker<'a> {
                     slot.last_output = position + 1;
                 }
             }
-            if let Some(caller) = facts.caller {
+            if let Some(caller) = facts.caller() {
                 slots[caller as usize].last_issued = position + 1;
             }
         }
@@ -289,7 +334,7 @@ impl<'a> Checker<'a> {
     }
 
     fn slot(&self, facts: &Facts) -> Slot {
-        self.slots[facts.pair.expect("calls and outputs have a pair") as usize]
+        self.slots[facts.pair().expect("calls and outputs have a pair") as usize]
     }
 
     /// A call that has no output after it.
@@ -323,7 +368,7 @@ impl<'a> Checker<'a> {
 
     /// Rule (e) at `position`, whose item comes after `previous` (None at the start).
     fn lacks_reasoning(&self, facts: &Facts, previous: Option<&Facts>) -> bool {
-        let Some(id) = facts.id else {
+        let Some(id) = facts.id() else {
             return false;
         };
         if facts.class == Class::Reasoning {
@@ -333,7 +378,7 @@ impl<'a> Checker<'a> {
             return false;
         };
         previous.is_none_or(|previous| {
-            previous.class != Class::Reasoning || previous.id != Some(needed)
+            previous.class != Class::Reasoning || previous.id() != Some(needed)
         })
     }
 
@@ -378,12 +423,12 @@ impl<'a> Checker<'a> {
             };
             if facts.pair.is_some() {
                 if let Some(kind) = self.pair_problem(at(position), facts, trailing) {
-                    report(kind, facts.pair);
+                    report(kind, facts.pair());
                 }
             }
-            if let Some(id) = facts.id {
+            if let Some(id) = facts.id() {
                 if std::mem::replace(&mut seen[id as usize], true) {
-                    report(Kind::DuplicateId, facts.id);
+                    report(Kind::DuplicateId, facts.id());
                 }
             }
             if facts.class == Class::Reasoning {
@@ -391,13 +436,13 @@ impl<'a> Checker<'a> {
                     (run_followed, run_end) = self.run_verdict(position);
                 }
                 if !run_followed {
-                    report(Kind::ReasoningWithoutItem, facts.id);
+                    report(Kind::ReasoningWithoutItem, facts.id());
                 }
             }
             if !self.required.is_empty() {
                 let previous = position.checked_sub(1).map(|before| &self.items[before]);
                 if self.lacks_reasoning(facts, previous) {
-                    report(Kind::ItemWithoutReasoning, facts.id);
+                    report(Kind::ItemWithoutReasoning, facts.id());
                 }
             }
         }
@@ -479,7 +524,7 @@ impl Checker<'_> {
         }
         let mut anchors = vec![NONE; self.slots.len()];
         for (position, facts) in self.items.iter().enumerate() {
-            let (position, Some(pair)) = (at(position), facts.pair) else {
+            let (position, Some(pair)) = (at(position), facts.pair()) else {
                 continue;
             };
             let slot = self.slots[pair as usize];
@@ -534,7 +579,9 @@ pub fn repair(items: &[Facts], required: &Required, id_count: usize) -> Vec<usiz
         .collect()
 }
 
-/// Positions breaking rule (e) once the first round's drops are made (`dropped`).
+/// Positions breaking rule (e) once the first round's drops are made (`dropped`). Only
+/// an item whose predecessor went can break it anew: the others kept the item before
+/// them, and had no fixable problem.
 fn second_round_problems(checker: &Checker<'_>, dropped: &[bool]) -> Vec<u32> {
     let mut found = Vec::new();
     if checker.required.is_empty() {
@@ -545,7 +592,8 @@ fn second_round_problems(checker: &Checker<'_>, dropped: &[bool]) -> Vec<u32> {
         if dropped[position] {
             continue;
         }
-        if facts.class != Class::User && checker.lacks_reasoning(facts, previous) {
+        let moved = position > 0 && dropped[position - 1];
+        if moved && facts.class != Class::User && checker.lacks_reasoning(facts, previous) {
             found.push(at(position));
         }
         previous = Some(facts);
@@ -577,12 +625,24 @@ impl<'c, 'a> Cascade<'c, 'a> {
                 if group.is_empty() {
                     group = vec![NONE; checker.slots.len()];
                 }
-                let pair = facts.pair.expect("a call has a pair") as usize;
+                let pair = facts.pair().expect("a call has a pair") as usize;
                 if group[pair] == NONE {
                     group[pair] = groups;
                     groups += 1;
                 }
             }
+        }
+        if groups == 0 {
+            // No program to follow (the common case): skip the scans below.
+            let none = || Groups::new(0, std::iter::empty());
+            return Cascade {
+                checker,
+                roots,
+                group,
+                issued: none(),
+                calls: none(),
+                members: None,
+            };
         }
         let group_of = |key: Option<u32>| key.and_then(|key| group.get(key as usize).copied());
         let in_group = |key: Option<u32>| group_of(key).filter(|&group| group != NONE);
@@ -592,11 +652,11 @@ impl<'c, 'a> Cascade<'c, 'a> {
             .map(|(position, facts)| (at(position), facts));
         let issued = positions
             .clone()
-            .filter_map(|(position, facts)| Some((in_group(facts.caller)?, position)));
+            .filter_map(|(position, facts)| Some((in_group(facts.caller())?, position)));
         let calls = positions.filter_map(|(position, facts)| {
             let late =
                 facts.program && !dropped[position as usize] && checker.is_late(position, facts);
-            Some((in_group(facts.pair).filter(|_| late)?, position))
+            Some((in_group(facts.pair()).filter(|_| late)?, position))
         });
         let (issued, calls) = (
             Groups::new(groups as usize, issued),
@@ -668,7 +728,7 @@ impl<'c, 'a> Cascade<'c, 'a> {
             }
             dropped[member as usize] = true;
             if let Some(&group) = facts
-                .caller
+                .caller()
                 .and_then(|caller| self.group.get(caller as usize))
             {
                 if group != NONE {
@@ -697,14 +757,14 @@ mod tests {
 
     fn with_id(class: Class, id: u32) -> Facts {
         Facts {
-            id: Some(id),
+            id: Some(Key::new(id)),
             ..item(class)
         }
     }
 
     fn call(pair: u32) -> Facts {
         Facts {
-            pair: Some(pair),
+            pair: Some(Key::new(pair)),
             program: pair < 4,
             ..item(Class::Call)
         }
@@ -712,14 +772,14 @@ mod tests {
 
     fn output(pair: u32) -> Facts {
         Facts {
-            pair: Some(pair),
+            pair: Some(Key::new(pair)),
             ..item(Class::Output)
         }
     }
 
     fn issued_by(program: u32, facts: Facts) -> Facts {
         Facts {
-            caller: Some(program),
+            caller: Some(Key::new(program)),
             ..facts
         }
     }
@@ -730,6 +790,11 @@ mod tests {
             .iter()
             .map(|problem| (problem.position, problem.kind.name()))
             .collect()
+    }
+
+    #[test]
+    fn facts_take_16_bytes() {
+        assert_eq!(size_of::<Facts>(), 16);
     }
 
     #[test]
@@ -763,7 +828,7 @@ mod tests {
         ];
         let items = {
             let mut items = items;
-            items[4].id = Some(7);
+            items[4].id = Some(Key::new(7));
             items
         };
         assert_eq!(
@@ -898,15 +963,15 @@ mod tests {
             let mut facts = item(class);
             if matches!(class, Class::Call | Class::Output) {
                 let pair = self.below(7);
-                facts.pair = Some(pair);
+                facts.pair = Some(Key::new(pair));
                 facts.program = class == Class::Call && pair < 4;
                 facts.pending_hosted = class == Class::Call && pair == SHELL && self.below(2) == 0;
             }
             if self.below(2) == 0 {
-                facts.id = Some(7 + self.below(6));
+                facts.id = Some(Key::new(7 + self.below(6)));
             }
             if self.below(3) == 0 {
-                facts.caller = Some(self.below(4));
+                facts.caller = Some(Key::new(self.below(4)));
             }
             facts
         }
@@ -920,7 +985,7 @@ mod tests {
     fn incremental_rounds_match_the_twins_loop() {
         let mut random = Random(0x9E37_79B9_7F4A_7C15);
         let mut rounds_seen = [0usize; 4];
-        for _ in 0..200_000 {
+        for _ in 0..100_000 {
             let items = random.list(14);
             let required = if random.below(2) == 0 {
                 Required::default()

@@ -5,32 +5,117 @@
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::{intern, IntoPyObjectExt};
+use pyo3::{ffi, intern, IntoPyObjectExt};
 
 use super::args::{new_list, Items};
 use super::extract::{is_str, DictPayload, FieldValue, Reader};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, to_py_string};
 use crate::core::input_rules::{
-    self, key_text, Checker, Facts, ItemReader, Kind, Problem, Required, TypeClass,
+    self, key_text, Checker, Facts, ItemReader, Keep, Kind, Problem, Required, TypeClass,
 };
 use crate::core::strings::Strings;
 
+/// A list argument: its items, and the list itself when the argument is an exact list.
+pub struct ListArg<'py> {
+    pub items: Items<'py>,
+    list: Option<Bound<'py, PyList>>,
+}
+
+impl<'py> ListArg<'py> {
+    /// `value` read as the twin's `_as_list` reads it (see [`Items::of`]).
+    pub fn of(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
+        Ok(ListArg {
+            items: Items::of(value, name)?,
+            list: value.cast_exact::<PyList>().ok().cloned(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether reading `history` (not None) may run Python code (a generator, say).
+    pub fn may_run_code(history: Option<&Bound<'py, PyAny>>) -> bool {
+        history.is_some_and(|history| !history.is_exact_instance_of::<PyList>())
+    }
+
+    /// Read the list again: the twin's `input_problems` reads the items only after the
+    /// history was materialised, which may have changed them.
+    pub fn reread(&mut self) -> PyResult<()> {
+        if let Some(list) = &self.list {
+            self.items = Items::of(list.as_any(), "items")?;
+        }
+        Ok(())
+    }
+
+    /// Read a copy of the list from now on: the twin's `repair_input` copies the items
+    /// before it materialises the history.
+    pub fn snapshot(&mut self) -> PyResult<()> {
+        if let Some(list) = &self.list {
+            let copy = list.get_slice(0, list.len());
+            self.items = Items::of(copy.as_any(), "items")?;
+            self.list = Some(copy);
+        }
+        Ok(())
+    }
+
+    /// An exact list whose length is still the one read (Python code may run between the
+    /// reading of the arguments and of the items, materialising a later argument).
+    fn is_unchanged(&self) -> bool {
+        self.list
+            .as_ref()
+            .is_some_and(|list| list.len() == self.items.len())
+    }
+
+    /// Whether both are exact lists ending with the very same object (no Python code
+    /// runs).
+    fn ends(&self, other: &ListArg<'_>) -> bool {
+        if !self.is_unchanged() || !other.is_unchanged() {
+            return false;
+        }
+        let last = |list: &ListArg<'_>| list.len().checked_sub(1).and_then(|at| list.address(at));
+        last(self).is_some() && last(self) == last(other)
+    }
+
+    /// The address of the item at `index` (None past the end), read without touching the
+    /// item. Only for a list that [`ListArg::is_unchanged`] while no Python code has run
+    /// since.
+    fn address(&self, index: usize) -> Option<usize> {
+        let list = self.list.as_ref()?;
+        if index >= self.items.len() {
+            return None;
+        }
+        let index = ffi::Py_ssize_t::try_from(index).ok()?;
+        // SAFETY: `list` is a live list, and we hold the GIL. `PyList_GetItem` checks the
+        // index and runs no Python code: it returns a borrowed reference, only taken as an
+        // address here (never dereferenced), or NULL with IndexError set.
+        let item = unsafe { ffi::PyList_GetItem(list.as_ptr(), index) };
+        if item.is_null() {
+            // Not when the caller keeps its promise (the list keeps its length).
+            // SAFETY: we hold the GIL, and the IndexError just set is ours to discard.
+            unsafe { ffi::PyErr_Clear() };
+            return None;
+        }
+        Some(item as usize)
+    }
+}
+
 /// `input_problems`: every problem of `items`, as `(position, kind, detail)` tuples.
 pub fn problems<'py>(
-    items: &Items<'py>,
-    history: Option<&Items<'py>>,
+    items: &ListArg<'py>,
+    history: Option<&ListArg<'py>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let py = items.py();
-    let mut strings = Strings::reuse();
+    let py = items.items.py();
+    let mut reader = FactReader::new(py);
     // The twin reads the items, then the history, then compares statuses.
-    let mut deferred = Vec::new();
-    let mut facts = read_facts(items, &mut strings, Some(&mut deferred))?;
+    let mut facts = reader.read(items, Keep::All, None)?;
     let stored = history
-        .map(|history| read_facts(history, &mut strings, None))
+        .map(|history| reader.read(history, Keep::ClassAndId, Some((items, &facts))))
         .transpose()?;
-    resolve(&mut facts, deferred)?;
-    let size = items.len() + history.map_or(0, Items::len);
+    reader.resolve(&mut facts)?;
+    let size = items.len() + history.map_or(0, ListArg::len);
+    let mut strings = reader.strings;
     let found = maybe_detach(py, size, || {
         let required = number_all(&mut facts, stored, &mut strings);
         Checker::new(&facts, &required, strings.len()).problems()
@@ -43,17 +128,21 @@ pub fn problems<'py>(
 }
 
 /// `repair_input`: the positions of the items kept, in order.
-pub fn kept(items: &Items<'_>, history: Option<&Items<'_>>) -> PyResult<Vec<usize>> {
-    let py = items.py();
-    let mut strings = Strings::reuse();
-    // The twin reads the history, then the items, then compares statuses.
+pub fn kept(items: &ListArg<'_>, history: Option<&ListArg<'_>>) -> PyResult<Vec<usize>> {
+    let py = items.items.py();
+    let mut reader = FactReader::new(py);
+    // The twin reads the history, then the items, then compares statuses. All of the
+    // history is kept when the items look like its tail, so they are not read again.
+    let tail = history.is_some_and(|history| items.ends(history));
+    let keep = if tail { Keep::All } else { Keep::ClassAndId };
     let stored = history
-        .map(|history| read_facts(history, &mut strings, None))
+        .map(|history| reader.read(history, keep, None))
         .transpose()?;
-    let mut deferred = Vec::new();
-    let mut facts = read_facts(items, &mut strings, Some(&mut deferred))?;
-    resolve(&mut facts, deferred)?;
-    let size = items.len() + history.map_or(0, Items::len);
+    let earlier = history.zip(stored.as_deref()).filter(|_| tail);
+    let mut facts = reader.read(items, Keep::All, earlier)?;
+    reader.resolve(&mut facts)?;
+    let size = items.len() + history.map_or(0, ListArg::len);
+    let mut strings = reader.strings;
     let kept = maybe_detach(py, size, || {
         let required = number_all(&mut facts, stored, &mut strings);
         input_rules::repair(&facts, &required, strings.len())
@@ -100,46 +189,106 @@ fn problem_tuple<'py>(
 /// by a program.
 type Deferred<'py> = Vec<(usize, Bound<'py, PyAny>)>;
 
-/// The facts of every item (the default facts for items that are not dicts), with their
-/// strings pushed to `strings`. Status comparisons go to `deferred` (with None, as for
-/// the history, their truthiness is never needed).
-fn read_facts<'py>(
-    items: &Items<'py>,
-    strings: &mut Strings,
-    mut deferred: Option<&mut Deferred<'py>>,
-) -> PyResult<Vec<Facts>> {
-    let mut reader = Reader::new(items.py());
-    let mut key = Vec::new();
-    let mut facts = Vec::with_capacity(items.len());
-    for (position, item) in items.iter().enumerate() {
-        let payload = reader.payload(item?)?;
-        let exact = payload.is_exact_instance_of::<PyDict>();
-        let Some(payload) = DictPayload::of(payload) else {
-            facts.push(Facts::default());
-            continue;
-        };
-        let mut fields = Fields {
-            payload: &payload,
-            exact,
-            status: None,
-        };
-        facts.push(input_rules::read(&mut fields, strings, &mut key)?);
-        if let (Some(status), Some(deferred)) = (fields.status, deferred.as_deref_mut()) {
-            deferred.push((position, status));
-        }
-    }
-    Ok(facts)
+/// Reads lists of items into facts, their strings pushed to one [`Strings`].
+struct FactReader<'py> {
+    reader: Reader<'py>,
+    strings: Strings,
+    key: Vec<u8>,
+    /// No Python code has run so far: every item read was an exact dict (or a builtin
+    /// value that is no dict) and no comparison ran user code. Until then, reading an
+    /// item again would give the same facts.
+    pure: bool,
+    deferred: Deferred<'py>,
 }
 
-/// Take the truthiness of the deferred status comparisons, in position order.
-fn resolve(facts: &mut [Facts], deferred: Deferred<'_>) -> PyResult<()> {
-    for (position, status) in deferred {
-        let facts = &mut facts[position];
-        if facts.caller.is_some() {
-            facts.pending_hosted = status.is_truthy()?;
+impl<'py> FactReader<'py> {
+    fn new(py: Python<'py>) -> Self {
+        FactReader {
+            reader: Reader::new(py),
+            strings: Strings::reuse(),
+            key: Vec::new(),
+            pure: true,
+            deferred: Vec::new(),
         }
     }
-    Ok(())
+
+    /// The facts of every item (the default facts for items that are not dicts), as much
+    /// as `keep` says. Status comparisons that are not bools are kept for
+    /// [`FactReader::resolve`] with all facts (the history's truthiness is never taken).
+    ///
+    /// `earlier` is a list read before, with its facts: while every read is pure, an
+    /// item that is the very object at the same distance from the end of `earlier` (the
+    /// model input is most often the tail of its stored history) has its facts, so it
+    /// is not read again. Only exact lists are compared so (by address, cheaply).
+    fn read(
+        &mut self,
+        list: &ListArg<'py>,
+        keep: Keep,
+        earlier: Option<(&ListArg<'py>, &[Facts])>,
+    ) -> PyResult<Vec<Facts>> {
+        let items = &list.items;
+        let mut facts = Vec::with_capacity(items.len());
+        let earlier = earlier.filter(|(earlier, _)| earlier.is_unchanged() && list.is_unchanged());
+        // `items[position]` may be `earlier[position + shift]`.
+        let shift = earlier.map_or(0, |(earlier, _)| earlier.len().wrapping_sub(items.len()));
+        for position in 0..items.len() {
+            if let Some((earlier, known)) = earlier.filter(|_| self.pure) {
+                let index = position.wrapping_add(shift);
+                let same = earlier.address(index);
+                if same.is_some() && same == list.address(position) {
+                    facts.push(known[index]);
+                    continue;
+                }
+            }
+            let item = items.get(position)?;
+            let exact = item.is_exact_instance_of::<PyDict>();
+            if !exact && !is_builtin(&item) {
+                self.pure = false; // `model_dump` (or looking for it) may run Python code
+            }
+            let Some(payload) = DictPayload::of(self.reader.payload(item)?) else {
+                facts.push(Facts::default());
+                continue;
+            };
+            let mut fields = Fields {
+                payload: &payload,
+                exact,
+                status: None,
+                pure: &mut self.pure,
+            };
+            facts.push(input_rules::read(
+                &mut fields,
+                &mut self.strings,
+                &mut self.key,
+                keep,
+            )?);
+            if let Some(status) = fields.status.filter(|_| keep == Keep::All) {
+                self.deferred.push((position, status));
+            }
+        }
+        Ok(facts)
+    }
+
+    /// Take the truthiness of the deferred status comparisons, in position order.
+    fn resolve(&mut self, facts: &mut [Facts]) -> PyResult<()> {
+        for (position, status) in self.deferred.drain(..) {
+            let facts = &mut facts[position];
+            if facts.caller.is_some() {
+                facts.pending_hosted = status.is_truthy()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A builtin value the payload of which is itself, found without running Python code.
+fn is_builtin(value: &Bound<'_, PyAny>) -> bool {
+    value.is_exact_instance_of::<PyString>()
+        || value.is_exact_instance_of::<PyList>()
+        || value.is_exact_instance_of::<PyInt>()
+        || value.is_exact_instance_of::<PyFloat>()
+        || value.is_exact_instance_of::<PyTuple>()
+        || value.is_exact_instance_of::<PyBool>()
+        || value.is_none()
 }
 
 /// A value whose comparisons with a `str` run no user code and are always False.
@@ -170,12 +319,8 @@ struct Fields<'a, 'py> {
     exact: bool,
     /// A `status == "in_progress"` result that is not a bool (see [`Deferred`]).
     status: Option<Bound<'py, PyAny>>,
-}
-
-impl<'py> Fields<'_, 'py> {
-    fn lookup(&self, key: &Bound<'py, PyString>) -> PyResult<Option<FieldValue<'_, 'py>>> {
-        self.payload.lookup(key)
-    }
+    /// Cleared before anything that may run Python code (see [`FactReader`]).
+    pure: &'a mut bool,
 }
 
 impl ItemReader for Fields<'_, '_> {
@@ -183,7 +328,7 @@ impl ItemReader for Fields<'_, '_> {
 
     fn kind(&mut self) -> PyResult<Option<TypeClass>> {
         let py = self.payload.py();
-        match self.lookup(intern!(py, "type"))? {
+        match self.payload.lookup(intern!(py, "type"))? {
             Some(kind) if is_str(&kind) => Ok(Some(TypeClass::of(str_bytes(&kind)?.as_bytes()))),
             _ => Ok(None),
         }
@@ -191,7 +336,7 @@ impl ItemReader for Fields<'_, '_> {
 
     fn role(&mut self) -> PyResult<Option<bool>> {
         let py = self.payload.py();
-        Ok(match self.lookup(intern!(py, "role"))? {
+        Ok(match self.payload.lookup(intern!(py, "role"))? {
             None => None,
             Some(role) if is_str(&role) => Some(matches!(
                 str_bytes(&role)?.as_bytes(),
@@ -203,16 +348,21 @@ impl ItemReader for Fields<'_, '_> {
 
     fn id(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {
         let py = self.payload.py();
-        append_text(self.lookup(intern!(py, "id"))?, out)
+        append_text(self.payload.lookup(intern!(py, "id"))?, out)
     }
 
     fn program_caller(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {
         let py = self.payload.py();
-        let caller = self
-            .lookup(intern!(py, "caller"))?
-            .map(FieldValue::into_owned)
-            .and_then(DictPayload::of);
-        let Some(caller) = caller else {
+        let Some(caller) = self.payload.lookup(intern!(py, "caller"))? else {
+            return Ok(false);
+        };
+        if !caller.is_exact_instance_of::<PyDict>() {
+            if !caller.is_instance_of::<PyDict>() {
+                return Ok(false);
+            }
+            *self.pure = false; // a dict subclass is read through its own `get`
+        }
+        let Some(caller) = DictPayload::of(caller.into_owned()) else {
             return Ok(false);
         };
         // `caller.get("type") == "program"`: user code may run, on owned references only.
@@ -222,7 +372,10 @@ impl ItemReader for Fields<'_, '_> {
                 str_bytes(&kind)?.as_bytes() == b"program"
             }
             Some(kind) if never_equals_str(&kind) => false,
-            Some(kind) => kind.into_owned().eq(intern!(py, "program"))?,
+            Some(kind) => {
+                *self.pure = false;
+                kind.into_owned().eq(intern!(py, "program"))?
+            }
         };
         if !is_program {
             return Ok(false);
@@ -232,7 +385,7 @@ impl ItemReader for Fields<'_, '_> {
 
     fn call_id(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {
         let py = self.payload.py();
-        append_text(self.lookup(intern!(py, "call_id"))?, out)
+        append_text(self.payload.lookup(intern!(py, "call_id"))?, out)
     }
 
     fn pending(&mut self, shell: bool) -> PyResult<bool> {
@@ -240,7 +393,7 @@ impl ItemReader for Fields<'_, '_> {
             return Ok(false); // the twin's read of `status` is invisible, and unused
         }
         let py = self.payload.py();
-        let status = self.lookup(intern!(py, "status"))?;
+        let status = self.payload.lookup(intern!(py, "status"))?;
         // `kind == "shell_call" and (status is None or status == "in_progress")`
         Ok(match status {
             None => shell,
@@ -250,6 +403,7 @@ impl ItemReader for Fields<'_, '_> {
             }
             Some(status) if never_equals_str(&status) => false,
             Some(status) => {
+                *self.pure = false;
                 let equal = status
                     .into_owned()
                     .rich_compare(intern!(py, "in_progress"), CompareOp::Eq)?;

@@ -8,7 +8,7 @@ use _core::core::canonical;
 use _core::core::classify::{self, ContentKeys};
 use _core::core::dedupe;
 use _core::core::digits;
-use _core::core::input_rules::{self, Checker, Facts, ItemReader, Required, TypeClass};
+use _core::core::input_rules::{self, Checker, Facts, ItemReader, Keep, Required, TypeClass};
 use _core::core::keys::{Field, ItemFields, ItemType, KeyBuilder};
 use _core::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
 use _core::core::strings::Strings;
@@ -485,13 +485,13 @@ impl ItemReader for JsonItem<'_> {
     }
 }
 
-fn input_facts(items: &[Value], strings: &mut Strings) -> Vec<Facts> {
+fn input_facts(items: &[Value], strings: &mut Strings, keep: Keep) -> Vec<Facts> {
     let mut key = Vec::new();
     items
         .iter()
         .map(|item| match item {
             Value::Object(entries) => {
-                let Ok(facts) = input_rules::read(&mut JsonItem(entries), strings, &mut key);
+                let Ok(facts) = input_rules::read(&mut JsonItem(entries), strings, &mut key, keep);
                 facts
             }
             _ => Facts::default(),
@@ -519,10 +519,10 @@ fn model_input_rules() {
     for case in &cases {
         let items = case["items"].as_array().expect("items");
         let mut strings = Strings::default();
-        let mut facts = input_facts(items, &mut strings);
+        let mut facts = input_facts(items, &mut strings, Keep::All);
         let mut stored = case["history"]
             .as_array()
-            .map(|history| input_facts(history, &mut strings));
+            .map(|history| input_facts(history, &mut strings, Keep::ClassAndId));
         let id_count = strings.len();
         let ids = strings.number().to_vec();
         input_rules::number(&mut facts, &ids);

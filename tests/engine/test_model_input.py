@@ -9,6 +9,7 @@ is dropped, and the engines agree, exceptions included.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -263,6 +264,28 @@ def test_engines_agree_when_the_history_shares_objects(
     _assert_same(pure, core, history, history)
 
 
+@PROPERTY
+@given(
+    history=st.one_of(histories(), reasoning_histories()),
+    cut=st.integers(0, 30),
+    how=st.sampled_from(["same list", "copied list", "tail", "tail with a copy"]),
+)
+def test_engines_agree_on_windows_of_the_history(
+    pure: ModuleType, core: ModuleType, history: list[Any], cut: int, how: str
+) -> None:
+    # The model input as a tail of its stored history: the very same objects, which the
+    # Rust engine reads once while no Python code has run.
+    if how == "same list":
+        items = history
+    elif how == "copied list":
+        items = list(history)
+    else:
+        items = history[min(cut, len(history)) :]
+        if how == "tail with a copy" and items and isinstance(items[0], dict):
+            items = [dict(items[0]), *items[1:]]
+    _assert_same(pure, core, items, history)
+
+
 LOG: list[str] = []
 
 
@@ -345,6 +368,17 @@ def _owned(program_id: str) -> dict[str, Any]:
     return {"caller": {"type": "program", "caller_id": program_id}}
 
 
+def _tail_after_python_code() -> tuple[list[Any], list[Any]]:
+    history = [
+        {"type": "reasoning", "id": "r1"},
+        LoggingDict(type="message", id="m1"),
+        {"type": "reasoning", "id": "r2"},
+        {"type": "function_call", "id": "fc2", "call_id": "c2"},
+        {"type": "function_call_output", "call_id": "c2"},
+    ]
+    return [history[3], history[4]], history
+
+
 ODD_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
     "str subclasses compare by their characters": (
         [
@@ -389,6 +423,7 @@ ODD_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
         _program_turn(5, [1]) + [{"type": "shell_call", "call_id": "s", "status": 2.5}],
         [{"type": 1, "id": "x"}, {"type": None, "id": "y", "role": 3}],
     ),
+    "a tail of the history, read again once Python code ran": _tail_after_python_code(),
     "items that are not dicts are ignored": (
         [None, 3, "function_call", ["x"], ("a",), {"type": "reasoning", "id": "r"}],
         [None, {"type": "reasoning", "id": "r"}, "x", {"type": "message", "id": "m"}],
@@ -461,6 +496,40 @@ def test_arguments_are_read_in_the_twins_order(pure: ModuleType, core: ModuleTyp
             engine.input_problems((), history=b"x")
         with pytest.raises(TypeError):
             engine.input_problems([], [])  # history is keyword-only
+
+
+@pytest.mark.parametrize("edit", ["shrink", "grow", "replace"])
+def test_a_history_generator_may_edit_the_items(
+    pure: ModuleType, core: ModuleType, edit: str
+) -> None:
+    # input_problems reads the items after the history; repair_input copies them before.
+    def arguments() -> tuple[list[Any], Iterator[Any]]:
+        items: list[Any] = [{"type": "function_call", "call_id": "c"}, {"role": "user"}]
+
+        def history() -> Iterator[Any]:
+            if edit == "shrink":
+                items.pop()
+            elif edit == "grow":
+                items.append({"type": "reasoning", "id": "r"})
+            else:
+                items[0] = {"type": "function_call_output", "call_id": "c"}
+            yield {"type": "reasoning", "id": "r"}
+
+        return items, history()
+
+    for name in ("input_problems", "repair_input"):
+        outcomes = []
+        for engine in (pure, core):
+            items, history = arguments()
+            outcomes.append(_outcome_by_value(engine, name, items, history))
+        assert outcomes[1] == outcomes[0], name
+
+
+def _outcome_by_value(engine: ModuleType, name: str, items: Any, history: Any) -> Outcome:
+    try:
+        return ("returned", getattr(engine, name)(items, history=history))
+    except Exception as exc:  # the exception itself is what gets compared
+        return ("raised", (type(exc), str(exc)))
 
 
 def test_a_chain_of_programs_is_repaired_in_one_pass(engine: ModuleType) -> None:
