@@ -390,7 +390,7 @@ ODD_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
         ],
         [{"type": Text("reasoning"), "id": "r"}, {"type": "message", "id": Text("fc")}],
     ),
-    "dict subclasses are read through get, in the twin's order": (
+    "dict subclasses are read by what they hold, never through get": (
         [
             LoggingDict(type="function_call", call_id="c1", status="x", role=None),
             LoggingDict(type="shell_call", call_id="c2", caller=LoggingDict(type="program")),

@@ -116,4 +116,4 @@ def drop_units(items: list[Any], positions: Iterable[int]) -> list[Any]:
 
 
 def _is_user_message(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("role") in ("user", "system", "developer")
+    return isinstance(item, dict) and dict.get(item, "role") in ("user", "system", "developer")

@@ -50,7 +50,8 @@ def _as_list(value: Any, name: str) -> list[Any]:
 
 
 def _payload(item: Any) -> dict[str, Any] | None:
-    """The item as the engine sees it: a model is read as its dump."""
+    """The item as the engine sees it: a model is read as its dump. Dicts, subclasses
+    too, are read by what they hold (``dict.get``), never through overridden methods."""
     if isinstance(item, dict):
         return item
     if hasattr(item, "model_dump"):
@@ -87,26 +88,26 @@ class _Facts:
                 self._read(position, payload)
 
     def _read(self, position: int, payload: dict[str, Any]) -> None:
-        kind = _text(payload.get("type"))
-        role = payload.get("role")
-        item_id = _text(payload.get("id"))
+        kind = _text(dict.get(payload, "type"))
+        role = dict.get(payload, "role")
+        item_id = _text(dict.get(payload, "id"))
         if item_id is not None and item_id != FAKE_ID:
             self.ids[position] = item_id
         self.types[position] = kind
-        caller = payload.get("caller")
-        if isinstance(caller, dict) and caller.get("type") == "program":
-            self.caller[position] = _text(caller.get("caller_id"))
+        caller = dict.get(payload, "caller")
+        if isinstance(caller, dict) and dict.get(caller, "type") == "program":
+            self.caller[position] = _text(dict.get(caller, "caller_id"))
         if role is not None:
             user_side = _text(role) in _USER_SIDE_ROLES
             self.kinds[position] = _USER if user_side else _PRODUCED
             return
-        call_id = _text(payload.get("call_id"))
+        call_id = _text(dict.get(payload, "call_id"))
         if kind == "reasoning":
             self.kinds[position] = _REASONING
         elif kind in CALL_TO_OUTPUT_TYPE and call_id is not None:
             self.kinds[position] = _CALL
             self.pairs[position] = (kind, call_id)
-            status = payload.get("status")
+            status = dict.get(payload, "status")
             self.pending_hosted[position] = kind == "shell_call" and (
                 status is None or status == "in_progress"
             )
