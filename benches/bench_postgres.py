@@ -33,10 +33,10 @@ from typing import Any, TypeVar
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from tests.support.pg import require_pg, unique  # noqa: E402
+from tests.support.pg import require_pg, unique
 
-from histcore.cli.bench.generate import generate_history  # noqa: E402
-from histcore.sessions import SessionABC, SQLiteSession, prepare_input_with_session  # noqa: E402
+from histcore.cli.bench.generate import generate_history
+from histcore.sessions import SessionABC, SQLiteSession, prepare_input_with_session
 
 _T = TypeVar("_T")
 BACKENDS = ("sqlite", "postgres")
@@ -185,7 +185,8 @@ def test_get_items(
     items = loop.run(session.get_items)
     assert items == history
     result = benchmark.pedantic(lambda: loop.run(session.get_items), rounds=5, iterations=1)
-    assert len(result) == len(history) and result[-1] == history[-1]
+    assert len(result) == len(history)
+    assert result[-1] == history[-1]
     _close(session)
 
 
@@ -248,7 +249,8 @@ def test_prepare_input_with_session(
 
     model_input, persist = prepare()
     assert persist == [{"role": "user", "content": "And now?"}]
-    assert model_input[-1] == persist[0] and len(model_input) <= len(history) + 1
+    assert model_input[-1] == persist[0]
+    assert len(model_input) <= len(history) + 1
     benchmark.pedantic(prepare, rounds=5, iterations=1)
     _close(session)
 

@@ -137,7 +137,8 @@ def test_resume_turn(benchmark: Any, scenario: Scenario, size: int) -> None:
 def test_fresh_turn(benchmark: Any, scenario: Scenario, size: int) -> None:
     scenario.prepare()
     result = scenario.fresh()
-    assert result.final_output == "Done." and result.new_items == ANSWER
+    assert result.final_output == "Done."
+    assert result.new_items == ANSWER
     assert scenario.model.last_input == deduplicate_input_items_preferring_latest(scenario.history)
     benchmark.pedantic(scenario.fresh, setup=scenario.prepare, rounds=_rounds(size))
 
@@ -255,9 +256,11 @@ def test_resume_copies_the_history_once(
         [[function_call("stat", {"path": str(i)})] for i in range(3)] + [ANSWER]
     )
     result = scenario.loop.run_until_complete(Runner.run(scenario.agent, state))
-    assert result.final_output == "Done." and len(scenario.model.calls) == 4
+    assert result.final_output == "Done."
+    assert len(scenario.model.calls) == 4
     history_items = len(scenario.history) + len(state.generated_items)
     extra = sum(len(r.output) for r in state.model_responses) + len(state.interruptions)
     assert sum(copied) == history_items + extra
     assert copied.count(len(scenario.history)) == 1
-    assert isinstance(state, RunState) and state.to_string() == scenario.checkpoint
+    assert isinstance(state, RunState)
+    assert state.to_string() == scenario.checkpoint

@@ -45,7 +45,9 @@ def main(expected_backend: str) -> None:
     thought = {"type": "reasoning", "id": "rs_1"}
     assert histcore.dedupe_key(call_v1) == "call_id:function_call:c1"
     latest = histcore.deduplicate_input_items_preferring_latest([call_v1, result, call_v2])
-    assert latest[0] is call_v2 and latest[1] is result and len(latest) == 2
+    assert latest[0] is call_v2
+    assert latest[1] is result
+    assert len(latest) == 2
     assert histcore.deduplicate_input_items([call_v1, result, call_v2]) == [call_v1, result]
     assert histcore.canonical_json({"b": 1, "a": [1.0, None, "é"]}) == (
         '{"a":[1.0,null,"é"],"b":1}'.encode()

@@ -83,7 +83,8 @@ def test_backend_matches_what_was_installed() -> None:
 @pytest.fixture(scope="module")
 def backend() -> ModuleType:
     spec = importlib.util.spec_from_file_location("histcore_build_backend", BACKEND_FILE)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -166,7 +167,8 @@ def test_pure_wheel_from_an_sdist(
         path, digest, size = line.rsplit(",", 2)
         data = files[path]
         expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-        assert digest == "sha256=" + expected.decode() and int(size) == len(data)
+        assert digest == "sha256=" + expected.decode()
+        assert int(size) == len(data)
     # The same sources give the same bytes (fixed dates, sorted entries).
     again = tmp_path / "again"
     again.mkdir()
@@ -197,7 +199,8 @@ def test_without_cargo_the_build_names_both_ways_out(
         getattr(backend, hook)(*([] if hook.startswith("get_") else [str(tmp_path)]))
     assert exc.value.code == 1
     message = capsys.readouterr().err
-    assert "cargo" in message and "MATURIN_NO_INSTALL_RUST" in message
+    assert "cargo" in message
+    assert "MATURIN_NO_INSTALL_RUST" in message
     assert "https://rustup.rs" in message
     assert "pip install --only-binary histcore histcore" in message
     assert "HISTCORE_BUILD_PURE=1 pip install --no-cache-dir" in message

@@ -111,11 +111,11 @@ __all__ = [
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
     "drop_orphan_function_calls",
-    "input_problems",
     "function_tool",
+    "input_problems",
     "plain_json_copy",
-    "repair_input",
     "prepare_input_with_session",
+    "repair_input",
 ]
 
 if not TYPE_CHECKING:

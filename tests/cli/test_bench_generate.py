@@ -141,7 +141,8 @@ def test_items_have_the_sdk_shapes(history: list[dict[str, Any]]) -> None:
     shapes = {kind(item): item for item in history}
     assert set(shapes["user"]) == {"role", "content"}
     assistant = shapes["message"]
-    assert assistant["role"] == "assistant" and assistant["status"] == "completed"
+    assert assistant["role"] == "assistant"
+    assert assistant["status"] == "completed"
     assert assistant["id"].startswith("msg_")
     assert [set(part) for part in assistant["content"]] == [{"type", "text", "annotations"}]
     assert assistant["content"][0]["type"] == "output_text"
@@ -150,7 +151,8 @@ def test_items_have_the_sdk_shapes(history: list[dict[str, Any]]) -> None:
     assert reasoning["summary"][0]["type"] == "summary_text"
     call = shapes["function_call"]
     assert set(call) == {"type", "call_id", "name", "arguments", "id"}
-    assert call["call_id"].startswith("call_") and call["id"].startswith("fc_")
+    assert call["call_id"].startswith("call_")
+    assert call["id"].startswith("fc_")
     assert isinstance(json.loads(call["arguments"]), dict)
     output = shapes["function_call_output"]
     assert set(output) == {"type", "call_id", "output"}
@@ -166,8 +168,10 @@ def test_ids_are_unique_apart_from_refreshed_duplicates(history: list[dict[str, 
 
 def test_texts_are_50_to_2000_characters_some_non_ascii(history: list[dict[str, Any]]) -> None:
     lengths = [len(text) for item in history for text in texts(item)]
-    assert min(lengths) >= MIN_TEXT and max(lengths) <= MAX_TEXT
-    assert min(lengths) < 100 and max(lengths) > 1500  # the whole range is used
+    assert min(lengths) >= MIN_TEXT
+    assert max(lengths) <= MAX_TEXT
+    assert min(lengths) < 100
+    assert max(lengths) > 1500
     all_texts = [text for item in history for text in texts(item)]
     non_ascii = sum(1 for text in all_texts if not text.isascii())
     assert 0.03 < non_ascii / len(all_texts) < 0.3
@@ -189,9 +193,11 @@ def test_about_five_percent_are_refreshed_duplicates(history: list[dict[str, Any
         key = keys[index]
         assert key is not None
         original = first_by_key[key]
-        assert item is not original and item != original  # a changed value
+        assert item is not original
+        assert item != original
     # Spread through the history, not bunched at one end.
-    assert repeats[0] < len(history) // 10 and repeats[-1] > len(history) * 9 // 10
+    assert repeats[0] < len(history) // 10
+    assert repeats[-1] > len(history) * 9 // 10
 
 
 def test_latest_value_dedupe_keeps_every_output_after_its_call(

@@ -85,7 +85,8 @@ def test_help_documents_commands_and_every_option(capsys: pytest.CaptureFixture[
         assert option in text
     for name in OPERATIONS:
         assert name in text
-    assert "exit codes" in text and "debug" in text
+    assert "exit codes" in text
+    assert "debug" in text
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,12 +111,14 @@ def test_bench_prints_progress_header_and_table(
     assert code == 0, err
     # Progress on stderr, one line per step, numbered.
     progress = [line for line in err.splitlines() if line.startswith("[")]
-    assert progress[0].startswith("[1/") and " ... " in progress[0]
+    assert progress[0].startswith("[1/")
+    assert " ... " in progress[0]
     total = int(progress[0].split("/")[1].split("]")[0])
     assert len(progress) == total
     assert any(line.startswith(f"[{total}/{total}]") for line in progress)
     line = next(line for line in progress if "] dedupe_keys 200 ... " in line)
-    assert "rust " in line and "pure " in line
+    assert "rust " in line
+    assert "pure " in line
     assert "[reasoning_run] 200 ... " in err
     # The header names machine, CPUs, Python, histcore, build and SDK.
     assert f"histcore {__version__}" in out
@@ -128,12 +131,14 @@ def test_bench_prints_progress_header_and_table(
     for column in ("size", "rust", "pure", "SDK", "SDK/rust", "rust ns/item"):
         assert column in header
     # The internal performance targets are shown only on request (--targets).
-    assert "target" not in out and "MISS" not in out
+    assert "target" not in out
+    assert "MISS" not in out
     assert max(map(len, out.splitlines())) <= 120
     rows = [line.split()[0] for line in out.splitlines() if line.strip()]
     for name in OPERATIONS:
         assert name in rows
-    assert "[pending_programs]" in out and "[reasoning_run]" in out
+    assert "[pending_programs]" in out
+    assert "[reasoning_run]" in out
     for name in BASELINES:
         assert name in rows
 
@@ -174,7 +179,8 @@ def test_bench_writes_json_with_every_field(
     for case in cases.values():
         assert {"rust", "python"} <= set(case["timings"])
         for timing in case["timings"].values():
-            assert timing["median_s"] > 0 and timing["loops"] >= 1
+            assert timing["median_s"] > 0
+            assert timing["loops"] >= 1
             assert len(timing["samples_s"]) >= 1
             assert timing["ns_per_item"] == pytest.approx(timing["median_s"] / case["size"] * 1e9)
         assert set(case["target"]) == {"description", "met", "verdict"}
@@ -187,7 +193,8 @@ def test_bench_writes_json_with_every_field(
         assert set(case["baselines"]) == expected_baselines
         assert all(b["median_s"] > 0 for b in case["baselines"].values())
         if OPERATIONS[case["function"]].reference is None:
-            assert "sdk" not in case["timings"] and case["sdk_over_rust"] is None
+            assert "sdk" not in case["timings"]
+            assert case["sdk_over_rust"] is None
         elif environment["openai_agents"] is not None:
             assert case["sdk_over_rust"] == pytest.approx(
                 case["timings"]["sdk"]["median_s"] / case["timings"]["rust"]["median_s"]
@@ -218,7 +225,7 @@ def test_no_reference_leaves_the_sdk_out(
     capsys: pytest.CaptureFixture[str], release_engine: SimpleNamespace, tmp_path: Path
 ) -> None:
     path = tmp_path / "out.json"
-    code, out, err = run_cli(
+    code, _out, err = run_cli(
         capsys,
         "bench",
         *TINY,
@@ -257,7 +264,8 @@ def test_refuses_to_time_a_debug_build(
     monkeypatch.setattr(command, "load_rust_engine", lambda: fake_engine("debug"))
     code, out, err = run_cli(capsys, "bench", *TINY)
     assert code == 2
-    assert "refusing to time a debug build" in err and "--allow-debug" in err
+    assert "refusing to time a debug build" in err
+    assert "--allow-debug" in err
     assert out == ""
 
 
@@ -277,7 +285,8 @@ def test_allow_debug_runs_and_labels_the_output(
         str(path),
     )
     assert code == 0, err
-    assert "DEBUG BUILD" in out and "meaningless" in out
+    assert "DEBUG BUILD" in out
+    assert "meaningless" in out
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["debug_build"] is True
     assert data["environment"]["build_profile"] == "debug"
@@ -289,7 +298,8 @@ def test_refuses_when_the_rust_engine_is_not_built(
     monkeypatch.setattr(command, "load_rust_engine", lambda: None)
     code, _, err = run_cli(capsys, "bench", *TINY)
     assert code == 2
-    assert "not built" in err and "--backend python" in err
+    assert "not built" in err
+    assert "--backend python" in err
 
 
 def test_a_wrong_result_stops_the_run_before_it_is_timed(
@@ -348,7 +358,8 @@ def test_a_json_path_in_a_missing_directory_is_refused_before_running(
     code, out, err = run_cli(capsys, "bench", *TINY, "--json", str(target))
     assert code == 2
     assert "does not exist" in err
-    assert out == "" and "[1/" not in err
+    assert out == ""
+    assert "[1/" not in err
 
 
 @pytest.mark.parametrize(
@@ -387,7 +398,8 @@ def test_targets_are_judged_at_the_target_size_against_sdk_and_baseline() -> Non
     slow = CaseResult("dedupe_keys", "history", 100_000, {"rust": timing(0.1), "sdk": timing(1.0)})
     met, text = target_verdict(slow, baselines)
     assert met is False
-    assert "10.0x < 15x SDK" in text and "10.00x > 2x bare_loop" in text
+    assert "10.0x < 15x SDK" in text
+    assert "10.00x > 2x bare_loop" in text
     small = CaseResult("dedupe_keys", "history", 1000, {"rust": timing(0.1), "sdk": timing(0.1)})
     assert target_verdict(small, baselines) == (None, "")
     no_sdk = CaseResult("deep_copy_items", "history", 100_000, {"rust": timing(0.1)})
@@ -409,7 +421,8 @@ def test_linearity_compares_time_per_item_across_sizes() -> None:
     assert not rows["content_keys"].linear
     assert rows["content_keys"].verdict() == "NOT LINEAR"
     text = render(suite(cases, []), Environment.current("release", "0.0"))
-    assert "NOT LINEAR" in text and "linear" in text
+    assert "NOT LINEAR" in text
+    assert "linear" in text
 
 
 def test_growth_the_bare_loop_shares_is_divided_out() -> None:
@@ -432,15 +445,18 @@ def test_growth_the_bare_loop_shares_is_divided_out() -> None:
     result = suite(cases, baselines)
     rows = {(row.operation, row.implementation): row for row in linearity(result)}
     copy = rows[("deep_copy_items", "rust")]
-    assert copy.spread == pytest.approx(3.0) and copy.floor_spread == pytest.approx(1.2)
+    assert copy.spread == pytest.approx(3.0)
+    assert copy.floor_spread == pytest.approx(1.2)
     assert copy.verdict() == "linear vs bare loop"
     keys = rows[("content_keys", "rust")]
     assert keys.floor_spread == pytest.approx(3.6)
     assert keys.verdict() == "NOT LINEAR"
     floor = rows[("bare_loop", "baseline")]
-    assert floor.spread == pytest.approx(2.5) and floor.verdict() == "-"
+    assert floor.spread == pytest.approx(2.5)
+    assert floor.verdict() == "-"
     text = render(result, Environment.current("release", "0.0"))
-    assert "linear vs bare loop" in text and "vs bare loop" in text
+    assert "linear vs bare loop" in text
+    assert "vs bare loop" in text
 
 
 def test_report_numbers_skipped_reference_footnotes_once() -> None:
@@ -481,7 +497,8 @@ def test_python_dash_m_runs_the_same_command_line() -> None:
         timeout=60,
         check=False,
     )
-    assert shown.returncode == 0 and "bench" in shown.stdout
+    assert shown.returncode == 0
+    assert "bench" in shown.stdout
 
 
 def test_default_report_fits_120_columns_at_the_default_sizes() -> None:
@@ -507,6 +524,8 @@ def test_default_report_fits_120_columns_at_the_default_sizes() -> None:
     ]
     result = SuiteResult(Settings(sizes=sizes), "0.0", cases, baselines)
     text = render(result, Environment.current("release", "0.0"))
-    assert "linearity" in text and "[pending]" in text
-    assert "target" not in text and "MISS" not in text
+    assert "linearity" in text
+    assert "[pending]" in text
+    assert "target" not in text
+    assert "MISS" not in text
     assert max(map(len, text.splitlines())) <= 120

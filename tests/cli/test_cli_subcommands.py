@@ -80,4 +80,5 @@ def test_an_invalid_backend_is_one_line_not_a_traceback(command: list[str]) -> N
     imported = subprocess.run(
         [sys.executable, "-c", "import histcore"], env=env, capture_output=True, text=True
     )
-    assert imported.returncode == 1 and "ImportError: HISTCORE_BACKEND must be" in imported.stderr
+    assert imported.returncode == 1
+    assert "ImportError: HISTCORE_BACKEND must be" in imported.stderr

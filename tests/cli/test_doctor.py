@@ -176,7 +176,8 @@ def test_each_defect_is_counted_per_session(store: str) -> None:
     assert session_entry(report, "clean")["clean"]
     # A call at the end awaiting its output is information, not a problem.
     paused = session_entry(report, "paused")
-    assert paused["clean"] and paused["info"] == {"call_awaiting_output": 1}
+    assert paused["clean"]
+    assert paused["info"] == {"call_awaiting_output": 1}
     assert paused["details"]["call_awaiting_output"] == ["c6"]
     # Every other count of each session is zero: one defect, one finding.
     for session_id, counts in problems.items():
@@ -188,7 +189,8 @@ def test_text_report_names_the_problems(store: str) -> None:
     write_store(store, {"s": [user("q"), call("c1"), output("c1"), call("c1", 2)]})
     code, out, _ = run_cli(store)
     assert code == 1
-    assert "session 's'" in out and "1 duplicate tool call" in out
+    assert "session 's'" in out
+    assert "1 duplicate tool call" in out
     assert "duplicate calls: c1 (+1)" in out
     assert "run with --fix" in out
 
@@ -196,9 +198,11 @@ def test_text_report_names_the_problems(store: str) -> None:
 def test_session_option_checks_only_that_session(store: str) -> None:
     write_store(store, {"bad": [call("c1"), call("c1")], "good": [user("x")]})
     code, report = report_json(store, "--session", "good")
-    assert code == 0 and [s["session_id"] for s in report["sessions"]] == ["good"]
+    assert code == 0
+    assert [s["session_id"] for s in report["sessions"]] == ["good"]
     code, _, err = run_cli(store, "--session", "missing")
-    assert code == 2 and "no session 'missing'" in err
+    assert code == 2
+    assert "no session 'missing'" in err
 
 
 @pytest.mark.parametrize("kind", ["missing", "not_sqlite", "no_tables"])
@@ -209,7 +213,8 @@ def test_unreadable_stores_exit_two(store: str, kind: str) -> None:
         query(store, "CREATE TABLE other (x)")
     code, out, err = run_cli(store, "--json")
     assert code == 2
-    assert json.loads(out)["error"] and "histcore doctor: error" in err
+    assert json.loads(out)["error"]
+    assert "histcore doctor: error" in err
     if kind == "missing":
         assert not os.path.exists(store), "checking must never create a database"
 
@@ -235,7 +240,8 @@ def test_fix_dedupes_calls_keeping_first_row_with_latest_content(store: str) -> 
     assert code == 0
     entry = session_entry(report, "s")
     assert entry["fix"] == "fixed"
-    assert entry["removed_rows"] == [before[3][0]] and entry["rewritten_rows"] == [before[1][0]]
+    assert entry["removed_rows"] == [before[3][0]]
+    assert entry["rewritten_rows"] == [before[1][0]]
     after = rows(store, "s")
     assert [r[0] for r in after] == [before[0][0], before[1][0], before[2][0], before[4][0]]
     assert after[1][2] == before[3][2], "the call's first row holds its latest stored text"
@@ -252,7 +258,8 @@ def test_fix_keeps_the_last_output(store: str) -> None:
 def test_fix_repairs_a_stale_output_before_its_call(store: str) -> None:
     write_store(store, {"s": [output("c1", "stale"), call("c1"), output("c1", "fresh")]})
     code, report = report_json(store)
-    assert code == 1 and session_entry(report, "s")["problems"]["output_before_call"] == 1
+    assert code == 1
+    assert session_entry(report, "s")["problems"]["output_before_call"] == 1
     assert report_json(store, "--fix")[0] == 0
     assert items_of(store, "s") == [call("c1"), output("c1", "fresh")]
 
@@ -263,10 +270,12 @@ def test_fix_drops_an_output_stored_before_its_only_call(store: str) -> None:
     write_store(store, {"s": [user("q"), output("c1"), call("c1"), call("c2"), call("c2")]})
     code, report = report_json(store)
     entry = session_entry(report, "s")
-    assert code == 1 and entry["problems"]["output_before_call"] == 1
+    assert code == 1
+    assert entry["problems"]["output_before_call"] == 1
     assert entry["problems"]["output_without_call"] == 0, "one defect, one finding"
     code, report = report_json(store, "--fix")
-    assert code == 0 and session_entry(report, "s")["fix"] == "fixed"
+    assert code == 0
+    assert session_entry(report, "s")["fix"] == "fixed"
     assert items_of(store, "s") == [user("q"), call("c1"), call("c2")]
     assert session_entry(report, "s")["left"] == dict.fromkeys(PROBLEM_KEYS, 0)
 
@@ -276,10 +285,11 @@ def test_fix_repairs_around_rows_that_are_not_json(store: str) -> None:
     bad = add_raw_row(store, "s", "\x00 garbage")
     code, out, _ = run_cli(store, "--fix")
     assert code == 1, "the row that is not JSON is left, and reported"
-    assert "left as they are" in out and "not valid JSON" in out
+    assert "left as they are" in out
+    assert "not valid JSON" in out
     after = rows(store, "s")
     assert [json.loads(r[2]) for r in after[:-1]] == [user("q"), call("c1")]
-    assert after[-1][0] == bad and after[-1][2] == "\x00 garbage", "left as it was"
+    assert after[-1][0] == bad and after[-1][2] == "\x00 garbage", "left as it was"  # noqa: PT018
     assert items_of(store, "t") == [call("c2")], "other sessions are repaired too"
 
 
@@ -289,26 +299,32 @@ def test_fix_writes_a_backup_of_the_sessions_it_changes(store: str) -> None:
     code, report = report_json(store, "--fix")
     assert code == 0
     backup = report["backup"]
-    assert backup and os.path.dirname(backup) == os.path.dirname(store)
+    assert backup
+    assert os.path.dirname(backup) == os.path.dirname(store)
     assert os.path.basename(backup).startswith("store.db.bak-")
     assert rows(backup) == before, "every row of the session it changed, ids and all"
     assert query(backup, "SELECT session_id FROM agent_sessions") == [("s",)]
     # The backup is a session store of its own: the doctor finds the damage in it.
     code, found = report_json(backup)
-    assert code == 1 and session_entry(found, "s")["problems"]["duplicate_calls"] == 1
+    assert code == 1
+    assert session_entry(found, "s")["problems"]["duplicate_calls"] == 1
     # A second fix in the same second gets its own backup, never overwriting the first.
     write_store(store, {"s": [output("c1")]})
     code, report = report_json(store, "--fix")
-    assert code == 0 and report["backup"] != backup and os.path.exists(backup)
+    assert code == 0
+    assert report["backup"] != backup
+    assert os.path.exists(backup)
 
 
 def test_no_backup_when_nothing_needs_fixing(store: str) -> None:
     write_store(store, {"s": [user("q"), call("c1")]})
     code, report = report_json(store, "--fix")
     # The call at the end awaits approval: information, kept, and no problem.
-    assert code == 0 and report["backup"] is None
+    assert code == 0
+    assert report["backup"] is None
     entry = session_entry(report, "s")
-    assert entry["fix"] == "clean" and entry["left"] == dict.fromkeys(PROBLEM_KEYS, 0)
+    assert entry["fix"] == "clean"
+    assert entry["left"] == dict.fromkeys(PROBLEM_KEYS, 0)
     assert entry["info"] == {"call_awaiting_output": 1}
     assert glob.glob(store + ".bak-*") == []
     assert len(rows(store)) == 2
@@ -321,7 +337,8 @@ def test_check_without_fix_never_writes(store: str) -> None:
         code, report = report_json(store)
     finally:
         os.chmod(store, 0o644)
-    assert code == 1 and report["backup"] is None
+    assert code == 1
+    assert report["backup"] is None
 
 
 # --- stores written by the sessions themselves ----------------------------------------
@@ -374,7 +391,8 @@ def test_store_written_by_the_sdk(tmp_path: Any) -> None:
 
     code, report = report_json(path, "--fix")
     entry = session_entry(report, "sdk")
-    assert entry["fix"] == "fixed" and code == 0  # the paused call is kept
+    assert entry["fix"] == "fixed"
+    assert code == 0
     assert sum(entry["left"].values()) == 0
     assert entry["info"]["call_awaiting_output"] == 1
 
@@ -471,9 +489,12 @@ def test_fix_is_the_dedupe_then_whole_units_dropped(
     # What is left breaks no rule, and a second fix finds nothing to do.
     left = {p.kind for p in histcore.items.input_problems(repaired, history=repaired)}
     assert left <= {"call_awaiting_output"}
-    assert code == 0 and sum(entry["left"].values()) == 0
+    assert code == 0
+    assert sum(entry["left"].values()) == 0
     code, again = report_json(path, "--fix")
-    assert code == 0 and again["backup"] is None and items_of(path, "s") == repaired
+    assert code == 0
+    assert again["backup"] is None
+    assert items_of(path, "s") == repaired
 
 
 # --- the command line --------------------------------------------------------------
@@ -492,6 +513,7 @@ def test_registered_once_through_the_histcore_command(
     assert exited.value.code == 0
     usage = capsys.readouterr().out
     assert usage.startswith("usage: histcore doctor [-h] [--dsn DSN] [--session ID] [--fix]")
-    assert "[--drop-invalid-rows]" in usage and "[PATH]" in usage
+    assert "[--drop-invalid-rows]" in usage
+    assert "[PATH]" in usage
     assert "Exit status: 0 nothing found" in usage
     assert "3 the store is locked by another process" in usage

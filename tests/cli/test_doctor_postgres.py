@@ -119,7 +119,8 @@ def test_every_kind_of_damage_is_found_and_repaired(pg: PgStore) -> None:
 
     code, report = report_json(*pg.args)
     assert code == 1
-    assert report["path"].startswith("histcore@") and "/" in report["path"]
+    assert report["path"].startswith("histcore@")
+    assert "/" in report["path"]
     for name, damage in DAMAGE.items():
         assert session_entry(report, name)["problems"][damage.key] == damage.count, name
     assert pg.backups() == [], "checking never writes"
@@ -149,7 +150,9 @@ def test_rows_that_are_not_items_are_left_without_the_flag(pg: PgStore) -> None:
     pg.write({"s": [user("q"), "42", call("c1", 1), output("c1"), call("c1", 2)]})
     code, report = report_json(*pg.args, "--fix")
     entry = session_entry(report, "s")
-    assert code == 1 and entry["fix"] == "fixed" and entry["left"]["not_item"] == 1
+    assert code == 1
+    assert entry["fix"] == "fixed"
+    assert entry["left"]["not_item"] == 1
     assert [text for _, text, _ in pg.rows("s")][1] == "42"
     assert pg.items("s") == [user("q"), 42, call("c1", 2), output("c1")]
 
@@ -199,14 +202,17 @@ def test_a_session_locked_by_a_writer_says_so_within_a_second(pg: PgStore) -> No
         started = time.monotonic()
         code, out, err = run_cli(*pg.args, "--fix", "--json")
         elapsed = time.monotonic() - started
-    assert code == 3 and elapsed < 1.0
-    assert "locked by another process" in err and json.loads(out)["locked"] is True
+    assert code == 3
+    assert elapsed < 1.0
+    assert "locked by another process" in err
+    assert json.loads(out)["locked"] is True
     assert pg.rows("s") == before
 
 
 def test_the_wrong_tables_are_not_a_store(pg: PgStore) -> None:
     code, _, err = run_cli("--dsn", pg.dsn, "--messages-table", unique("none"))
-    assert code == 2 and "not a histcore session store" in err
+    assert code == 2
+    assert "not a histcore session store" in err
 
 
 def test_a_dsn_password_is_never_shown() -> None:

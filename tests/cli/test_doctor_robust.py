@@ -43,10 +43,12 @@ def test_a_row_nested_too_deeply_is_reported_not_a_crash(path: str) -> None:
     code, report = report_json(path)
     entry = session_entry(report, "s")
     assert code == 1
-    assert entry["problems"]["invalid_json"] == 1 and entry["problems"]["duplicate_calls"] == 1
+    assert entry["problems"]["invalid_json"] == 1
+    assert entry["problems"]["duplicate_calls"] == 1
     assert entry["details"]["invalid_json_reasons"] == {"2": "nested too deeply to read"}
     code, out, err = run_cli(path, "--fix")
-    assert code == 1 and err == ""
+    assert code == 1
+    assert err == ""
     assert "not valid JSON (nested too deeply to read): row ids 2" in out
     assert [data for _, data in stored(path, "s")][1] == deep, "left as it was"
     assert decoded_valid(path, "s") == [user("q"), call("c1")]
@@ -69,7 +71,8 @@ def test_a_deep_but_readable_item_is_checked_like_any_other(path: str) -> None:
     deep_output = output("c1", "x") | {"output": nested}
     make_store(path, {"s": [user("q"), call("c1"), deep_output, deep_output]})
     code, report = report_json(path, "--fix")
-    assert code == 0 and session_entry(report, "s")["fix"] == "fixed"
+    assert code == 0
+    assert session_entry(report, "s")["fix"] == "fixed"
     assert decoded(path, "s") == [user("q"), call("c1"), deep_output]
 
 
@@ -83,16 +86,19 @@ def test_a_row_that_is_not_utf8_is_reported_and_the_store_checked(path: str) -> 
     code, report = report_json(path)
     assert code == 1, "one bad row no longer refuses the whole store"
     entry = session_entry(report, "s")
-    assert entry["problems"]["invalid_json"] == 1 and entry["problems"]["duplicate_calls"] == 1
+    assert entry["problems"]["invalid_json"] == 1
+    assert entry["problems"]["duplicate_calls"] == 1
     assert entry["details"]["invalid_json_reasons"] == {"6": "not valid UTF-8"}
     assert session_entry(report, "t")["problems"]["output_without_call"] == 1
     code, report = report_json(path, "--fix")
-    assert code == 1 and session_entry(report, "s")["fix"] == "fixed"
+    assert code == 1
+    assert session_entry(report, "s")["fix"] == "fixed"
     assert query(path, "SELECT CAST(message_data AS BLOB) FROM agent_messages WHERE id = 6") == [
         (b'{"role": "user", "content": "\xff\xfe"}',)
     ], "the row is left byte for byte"
     code, report = report_json(path, "--fix", "--drop-invalid-rows")
-    assert code == 0 and stored(path, "s") == [
+    assert code == 0
+    assert stored(path, "s") == [
         (1, json.dumps(user("q"))),
         (2, json.dumps(call("c1"))),
     ]
@@ -106,7 +112,8 @@ def test_a_session_id_that_is_not_utf8_is_reported(path: str) -> None:
             (b"\xff", json.dumps(user("x"))),
         )
     code, report = report_json(path)
-    assert code == 1 and report["rows_without_session"] == {"not_utf8": [2]}
+    assert code == 1
+    assert report["rows_without_session"] == {"not_utf8": [2]}
     assert [s["session_id"] for s in report["sessions"]] == ["s"]
 
 
@@ -117,7 +124,7 @@ def test_a_blob_row_is_read_and_written_back_as_a_blob(path: str) -> None:
             "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
             (json.dumps(call("c1", 2)).encode(),),
         )
-    code, report = report_json(path, "--fix")
+    code, _report = report_json(path, "--fix")
     assert code == 0
     assert query(path, "SELECT typeof(message_data) FROM agent_messages ORDER BY id") == [
         ("text",),
@@ -133,13 +140,15 @@ def test_a_blob_row_is_read_and_written_back_as_a_blob(path: str) -> None:
 def test_a_directory_is_not_a_missing_file(tmp_path: Any) -> None:
     code, _, err = run_cli(str(tmp_path))
     assert code == 2
-    assert "is a directory, not a SQLite database file" in err and "no such file" not in err
+    assert "is a directory, not a SQLite database file" in err
+    assert "no such file" not in err
 
 
 def test_drop_invalid_rows_needs_fix(path: str) -> None:
     make_store(path, {"s": [user("q")]})
     code, _, err = run_cli(path, "--drop-invalid-rows")
-    assert code == 2 and "--drop-invalid-rows needs --fix" in err
+    assert code == 2
+    assert "--drop-invalid-rows needs --fix" in err
 
 
 def test_a_full_disk_is_reported_as_such(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,7 +169,8 @@ def test_a_full_disk_is_reported_as_such(path: str, monkeypatch: pytest.MonkeyPa
     code, out, err = run_cli(path, "--fix", "--json")
     monkeypatch.undo()
     assert code == 2
-    assert "database or disk is full" in err and "cannot rollback" not in err
+    assert "database or disk is full" in err
+    assert "cannot rollback" not in err
     assert "database or disk is full" in json.loads(out)["error"]
     assert stored(path, "a") == before
 
@@ -199,7 +209,8 @@ def test_a_store_locked_by_a_writer_says_so_within_a_second(journal_store: str) 
         started = time.monotonic()
         code, out, err = run_cli(journal_store, "--json")
         elapsed = time.monotonic() - started
-    assert code == 3 and elapsed < 1.0
+    assert code == 3
+    assert elapsed < 1.0
     assert "locked by another process" in err
     assert json.loads(out) | {"error": ""} == {
         "path": journal_store,
@@ -216,7 +227,9 @@ def test_a_fix_waits_a_second_at_most_for_a_writer(wal_store: str) -> None:
         started = time.monotonic()
         code, _, err = run_cli(wal_store, "--fix")
         elapsed = time.monotonic() - started
-    assert code == 3 and elapsed < 1.0 and "locked by another process" in err
+    assert code == 3
+    assert elapsed < 1.0
+    assert "locked by another process" in err
     assert stored(wal_store, "s") == before
 
 
@@ -253,13 +266,15 @@ def test_each_session_is_repaired_in_its_own_transaction(
     monkeypatch.setattr(read.SQLiteStore, "_stored", stored_then_fail)
     monkeypatch.setattr(check, "BATCH_SECONDS", 0.0)  # one session per transaction
     code, out, err = run_cli(path, "--fix", "--json")
-    assert code == 2 and "disk on fire" in err
+    assert code == 2
+    assert "disk on fire" in err
     assert "sessions repaired before the error: 'a'" in err
     assert reads == [json.dumps([call("c1")])] * 2, "a was committed before b's repair"
     assert decoded(path, "a") == [call("c1")]
     assert stored(path, "b") == before_b, "b's own repair was rolled back"
     error = json.loads(out)
-    assert error["repaired"] == ["a"] and error["backup"]
+    assert error["repaired"] == ["a"]
+    assert error["backup"]
 
 
 def test_a_session_written_during_the_fix_is_left_for_the_next_run(
@@ -282,7 +297,8 @@ def test_a_session_written_during_the_fix_is_left_for_the_next_run(
     assert code == 1
     assert session_entry(report, "a")["fix"] == "fixed"
     entry = session_entry(report, "b")
-    assert entry["fix"] == "skipped" and "changed while the doctor ran" in entry["reason"]
+    assert entry["fix"] == "skipped"
+    assert "changed while the doctor ran" in entry["reason"]
     assert decoded(path, "b") == [call("c2"), call("c2"), user("new")]
     monkeypatch.undo()
     assert report_json(path, "--fix")[0] == 0, "the next run repairs it"
@@ -328,7 +344,7 @@ def test_a_live_writer_is_never_blocked_for_long(path: str, journal: str) -> Non
     took = time.monotonic() - started
     assert code == 0, report
     assert sum(1 for s in report["sessions"] if s["fix"] == "fixed") == 300
-    assert waits and max(waits) < max(0.5, took / 4), (max(waits), took)
+    assert waits and max(waits) < max(0.5, took / 4), (max(waits), took)  # noqa: PT018
 
 
 def test_reads_in_short_statements_see_every_row(
@@ -351,5 +367,6 @@ def test_reads_in_short_statements_see_every_row(
     monkeypatch.setattr(read, "_CHUNK", 3)
     assert report_json(path) == expected
     code, report = report_json(path, "--fix")
-    assert code == 1 and report["rows_without_session"] == {"blob": [2**62 + 1]}
+    assert code == 1
+    assert report["rows_without_session"] == {"blob": [2**62 + 1]}
     assert decoded(path, "s2") == [user("q"), call("c1"), output("c1"), user("last")]

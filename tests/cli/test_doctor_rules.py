@@ -214,7 +214,9 @@ def test_each_kind_of_damage_is_found_and_repaired(tmp_path: Any, name: str) -> 
     entry = session_entry(report, "s")
     if damage.repaired is None:
         # Rows the rules cannot place are left, and reported, without the flag.
-        assert code == 1 and entry["fix"] == "left" and "--drop-invalid-rows" in entry["reason"]
+        assert code == 1
+        assert entry["fix"] == "left"
+        assert "--drop-invalid-rows" in entry["reason"]
         assert stored(path, "s") == before
         code, report = report_json(path, "--fix", "--drop-invalid-rows")
         assert code == 0, report
@@ -222,7 +224,8 @@ def test_each_kind_of_damage_is_found_and_repaired(tmp_path: Any, name: str) -> 
         (backup,) = glob.glob(path + ".bak-*")
         assert stored(backup, "s") == before, "the backup keeps the dropped rows"
     else:
-        assert code == 0 and entry["fix"] == "fixed"
+        assert code == 0
+        assert entry["fix"] == "fixed"
         assert decoded(path, "s") == damage.repaired
         assert sum(entry["left"].values()) == 0
     assert report_json(path)[0] == 0, "the repaired store checks clean"
@@ -254,7 +257,9 @@ def test_a_call_awaiting_approval_is_information_not_a_problem(tmp_path: Any) ->
     assert "clean; 2 calls awaiting their output (paused for approval: kept)" in out
     code, report = report_json(path, "--fix")
     entry = session_entry(report, "s")
-    assert code == 0 and entry["fix"] == "clean" and report["backup"] is None
+    assert code == 0
+    assert entry["fix"] == "clean"
+    assert report["backup"] is None
     assert entry["info"] == {"call_awaiting_output": 2}
     assert entry["details"]["call_awaiting_output"] == ["c1", "c2"]
     assert decoded(path, "s") == paused
@@ -264,7 +269,8 @@ def test_a_paused_call_survives_the_repair_of_its_session(tmp_path: Any) -> None
     path = os.path.join(tmp_path, "store.db")
     make_store(path, {"s": [user("q"), output("c9"), user("go"), reasoning("rs_1"), call("c1")]})
     code, report = report_json(path, "--fix")
-    assert code == 0 and session_entry(report, "s")["fix"] == "fixed"
+    assert code == 0
+    assert session_entry(report, "s")["fix"] == "fixed"
     assert decoded(path, "s") == [user("q"), user("go"), reasoning("rs_1"), call("c1")]
     assert session_entry(report, "s")["info"] == {"call_awaiting_output": 1}
 
@@ -297,8 +303,10 @@ def test_the_rest_of_a_session_is_repaired_around_rows_it_cannot_place(tmp_path:
     make_store(path, {"s": [user("q"), "42", call("c1", 1), output("c1"), call("c1", 2)]})
     code, report = report_json(path, "--fix")
     entry = session_entry(report, "s")
-    assert code == 1 and entry["fix"] == "fixed"
-    assert entry["left"]["not_item"] == 1 and sum(entry["left"].values()) == 1
+    assert code == 1
+    assert entry["fix"] == "fixed"
+    assert entry["left"]["not_item"] == 1
+    assert sum(entry["left"].values()) == 1
     assert [data for _, data in stored(path, "s")] == [
         json.dumps(user("q")),
         "42",
@@ -328,5 +336,6 @@ def test_rows_without_a_session_are_reported(tmp_path: Any) -> None:
     assert session_entry(report, "s")["clean"]
     code, out, _ = run_cli(path, "--fix")
     assert code == 1, "they are reported, never changed"
-    assert "rows outside any session" in out and "1 with a NULL session_id (row ids 2)" in out
+    assert "rows outside any session" in out
+    assert "1 with a NULL session_id (row ids 2)" in out
     assert len(query(path, "SELECT id FROM agent_messages")) == 4

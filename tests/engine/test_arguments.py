@@ -140,7 +140,8 @@ def test_dedupe_key_never_raises_on_odd_items(engine: ModuleType) -> None:
         {"role": 0, "id": "x"},
     ]
     keys = engine.dedupe_keys(odd)
-    assert keys[0] is not None and keys[0].startswith("id:<object object at")
+    assert keys[0] is not None
+    assert keys[0].startswith("id:<object object at")
     assert keys[1:] == [
         "call_id:['function_call']:c",
         "id:{'a': 1}:x",

@@ -83,8 +83,11 @@ def test_python_forces_the_twin(value: str) -> None:
 @pytest.mark.parametrize("value", ["fast", "c", "pure"])
 def test_invalid_value_is_a_clear_import_error(value: str) -> None:
     message = failure(run(PACKAGE_DIR.parent, value))
-    assert "HISTCORE_BACKEND" in message and repr(value) in message
-    assert "auto" in message and "rust" in message and "python" in message
+    assert "HISTCORE_BACKEND" in message
+    assert repr(value) in message
+    assert "auto" in message
+    assert "rust" in message
+    assert "python" in message
 
 
 @pytest.mark.parametrize("value", [None, "", "auto"])
@@ -98,7 +101,8 @@ def test_auto_falls_back_when_extension_is_missing(
 
 def test_rust_fails_loudly_when_extension_is_missing(without_extension: Path) -> None:
     message = failure(run(without_extension, "rust"))
-    assert "histcore._core" in message and "HISTCORE_BACKEND=rust" in message
+    assert "histcore._core" in message
+    assert "HISTCORE_BACKEND=rust" in message
 
 
 @pytest.mark.parametrize("value", [None, "auto", "rust"])

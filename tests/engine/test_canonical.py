@@ -137,7 +137,8 @@ def test_content_key_is_xxh3_128_of_canonical_bytes(engine: ModuleType) -> None:
     items: list[Any] = [{"b": [1, 2.5, None]}, "x", 0, [], FunctionCallModel(call_id="c")]
     keys = engine.content_keys(items)
     for item, key in zip(items, keys, strict=True):
-        assert isinstance(key, bytes) and len(key) == 16
+        assert isinstance(key, bytes)
+        assert len(key) == 16
         assert key == engine.content_key(item)
         assert key == xxhash.xxh3_128_digest(bytes(engine.canonical_json(item)))
 

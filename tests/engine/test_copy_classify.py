@@ -58,7 +58,8 @@ def test_copy_is_equal_and_independent(engine: ModuleType) -> None:
     ]
     original = copy.deepcopy(items)
     copied = engine.deep_copy_items(items)
-    assert copied == items and copied is not items
+    assert copied == items
+    assert copied is not items
     original_ids = {id(c) for c in _containers(items) if c != ()}
     assert not any(id(c) in original_ids for c in _containers(copied) if c != ())
     copied[0]["content"][0]["text"] = "changed"
@@ -73,13 +74,17 @@ def test_non_json_values_are_deep_copied(engine: ModuleType) -> None:
     model = MessageModel(role="user", content="hi")
     items: list[Any] = [{"box": box}, model, box]
     copied = engine.deep_copy_items(items)
-    assert copied[0]["box"] == box and copied[0]["box"] is not box
+    assert copied[0]["box"] == box
+    assert copied[0]["box"] is not box
     assert copied[0]["box"].content is not box.content
-    assert copied[2] == box and copied[2] is not box
-    assert copied[1] == model and copied[1] is not model
+    assert copied[2] == box
+    assert copied[2] is not box
+    assert copied[1] == model
+    assert copied[1] is not model
     copied[2].content[1].append(3)
     copied[1].content = "changed"
-    assert box.content == [1, [2]] and model.content == "hi"
+    assert box.content == [1, [2]]
+    assert model.content == "hi"
 
 
 def test_deepcopy_protocol_is_used_for_other_objects(engine: ModuleType) -> None:
@@ -93,14 +98,16 @@ def test_deepcopy_protocol_is_used_for_other_objects(engine: ModuleType) -> None
     tracked = Tracked()
     copied = engine.deep_copy_items([{"t": tracked}, tracked])
     assert len(copies) == 2
-    assert copied[0]["t"] is not tracked and copied[1] is not tracked
+    assert copied[0]["t"] is not tracked
+    assert copied[1] is not tracked
 
 
 def test_shared_sub_objects_are_copied_per_reference(engine: ModuleType) -> None:
     shared = {"x": [1]}
     copied = engine.deep_copy_items([{"a": shared, "b": shared}, shared])
     assert copied[0]["a"] == copied[0]["b"] == copied[1] == shared
-    assert copied[0]["a"] is not copied[0]["b"] and copied[0]["a"] is not copied[1]
+    assert copied[0]["a"] is not copied[0]["b"]
+    assert copied[0]["a"] is not copied[1]
 
 
 def test_copy_accepts_generators_and_tuples(engine: ModuleType) -> None:

@@ -33,7 +33,8 @@ def test_repeated_call_keeps_earliest_position_with_latest_value(engine: ModuleT
     first, out, second = call("c1", "v1"), output("c1"), call("c1", "v2")
     result = engine.deduplicate_input_items_preferring_latest([first, out, second])
     assert result == [second, out]
-    assert result[0] is second and result[1] is out
+    assert result[0] is second
+    assert result[1] is out
 
 
 def test_stale_output_before_call_moves_to_fresh_position(engine: ModuleType) -> None:
@@ -55,7 +56,8 @@ def test_no_duplicates_gives_equal_list_of_same_objects(engine: ModuleType) -> N
         engine.deduplicate_input_items_preferring_latest,
     ):
         result = dedupe(items)
-        assert result == items and result is not items
+        assert result == items
+        assert result is not items
         assert all(got is item for got, item in zip(result, items, strict=True))
 
 
@@ -127,7 +129,9 @@ def test_models_and_dicts_with_one_key_collapse(engine: ModuleType) -> None:
     items: list[Any] = [call("c1", "v1"), out, model]
     assert positions(engine.deduplicate_input_items(items), items) == [0, 1]
     result = engine.deduplicate_input_items_preferring_latest(items)
-    assert result[0] is model and result[1] is out and len(result) == 2
+    assert result[0] is model
+    assert result[1] is out
+    assert len(result) == 2
 
 
 def test_model_dump_is_called_with_exclude_unset(engine: ModuleType) -> None:
@@ -139,7 +143,8 @@ def test_model_dump_is_called_with_exclude_unset(engine: ModuleType) -> None:
             return {"type": "reasoning", "id": "rs_9"}
 
     assert engine.dedupe_key(Recorder()) == "id:reasoning:rs_9"
-    assert calls and all(kwargs.get("exclude_unset") is True for kwargs in calls)
+    assert calls
+    assert all(kwargs.get("exclude_unset") is True for kwargs in calls)
 
 
 def test_model_dump_that_is_not_a_dict_is_unkeyed(engine: ModuleType) -> None:
@@ -222,7 +227,7 @@ def test_anchoring_keeps_outputs_after_their_calls(engine: ModuleType, items: li
         if start is None or end is None or start > end:
             continue
         start, end = first_call(call_id, kind, result), last_output(call_id, kind, result)
-        assert start is not None and end is not None and start < end, (
+        assert start is not None and end is not None and start < end, (  # noqa: PT018
             call_id,
             kind,
             positions(result, items),

@@ -148,7 +148,7 @@ def test_classification_with_shared_objects(
     pure: ModuleType, core: ModuleType, history: list[Any], data: st.DataObject
 ) -> None:
     # The same object in history and new items, or several times in new items.
-    pool = history + [data.draw(history_items())]
+    pool = [*history, data.draw(history_items())]
     new_items = data.draw(st.lists(st.sampled_from(pool), max_size=4))
     combined = data.draw(st.lists(st.sampled_from(pool), max_size=8))
     assert_same(pure, core, "classify_callback_output", history, new_items, combined)

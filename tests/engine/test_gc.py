@@ -118,7 +118,7 @@ def test_concurrent_pauses_switch_it_back_on_once(tmp_path: Path) -> None:
             for _ in range(5):
                 with SQLiteSession("s", tmp_path / "h.db") as reader:
                     assert asyncio.run(reader.get_items()) == items
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=read) for _ in range(4)]
@@ -127,7 +127,8 @@ def test_concurrent_pauses_switch_it_back_on_once(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    assert gc.isenabled() and gc.get_freeze_count() <= _gc._interpreter_frozen
+    assert gc.isenabled()
+    assert gc.get_freeze_count() <= _gc._interpreter_frozen
 
 
 def test_only_a_few_hundred_frozen_objects_at_import_are_the_interpreters() -> None:

@@ -259,7 +259,7 @@ def test_engines_agree_when_the_history_shares_objects(
     pure: ModuleType, core: ModuleType, data: st.DataObject
 ) -> None:
     history = data.draw(st.lists(history_items(), max_size=12))
-    items = data.draw(st.lists(st.sampled_from(history + [{"role": "user"}]), max_size=12))
+    items = data.draw(st.lists(st.sampled_from([*history, {"role": "user"}]), max_size=12))
     _assert_same(pure, core, items, history)
     _assert_same(pure, core, history, history)
 
@@ -420,7 +420,7 @@ ODD_CASES: dict[str, tuple[list[Any], list[Any] | None]] = {
         [{"type": "shell_call", "call_id": "s", "status": Loud("history", Verdict("h", True))}],
     ),
     "builtin values never equal a str": (
-        _program_turn(5, [1]) + [{"type": "shell_call", "call_id": "s", "status": 2.5}],
+        [*_program_turn(5, [1]), {"type": "shell_call", "call_id": "s", "status": 2.5}],
         [{"type": 1, "id": "x"}, {"type": None, "id": "y", "role": 3}],
     ),
     "a tail of the history, read again once Python code ran": _tail_after_python_code(),

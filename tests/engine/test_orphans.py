@@ -35,7 +35,8 @@ def test_returns_new_list_of_same_objects_and_leaves_input_alone(engine: ModuleT
     assert positions(result, items) == [0, 1, 2, 3]
     assert repr(items) == before
     unchanged = engine.drop_orphan_function_calls(items[:4])
-    assert unchanged == items[:4] and unchanged is not items
+    assert unchanged == items[:4]
+    assert unchanged is not items
 
 
 def test_models_are_read_through_model_dump(engine: ModuleType) -> None:
@@ -182,7 +183,8 @@ def test_only_calls_reasoning_and_program_items_are_dropped(
         kind = _kind(payload)
         if kind == "reasoning" and _owner(payload) is None:
             follower = _next_non_reasoning(payloads, index)
-            assert follower is not None and follower in dropped
+            assert follower is not None
+            assert follower in dropped
         else:
             assert kind in CALL_TO_OUTPUT or _owner(payload) is not None, payload
     for index in kept_positions:
@@ -220,8 +222,10 @@ def test_index_sets_bound_what_is_dropped(
         assert payload is not None
         if prunable is not None and index not in prunable:
             # Only an output whose call is gone may go from outside pruning_indexes.
-            assert output_prunable is not None and index in output_prunable
+            assert output_prunable is not None
+            assert index in output_prunable
             assert _kind(payload) in CALL_TO_OUTPUT.values()
         if _kind(payload) in CALL_TO_OUTPUT.values() and _owner(payload) is None:
-            assert output_prunable is not None and index in output_prunable
+            assert output_prunable is not None
+            assert index in output_prunable
             assert (payload["type"], payload.get("call_id")) not in available

@@ -101,7 +101,8 @@ def test_sharing_is_refused_unless_allowed(engine: ModuleType) -> None:
     copied = engine.plain_json_copy(items, allow_shared=True)
     assert copied == items
     # Copied once per reference, like the SDK's dump-compatible copy.
-    assert copied[0] is not copied[2] and copied[0]["content"] is not copied[1]["inner"]
+    assert copied[0] is not copied[2]
+    assert copied[0]["content"] is not copied[1]["inner"]
     # Shared scalars are not sharing.
     text = "same text"
     assert engine.plain_json_copy([{"a": text, "b": text}]) == [{"a": text, "b": text}]
@@ -118,7 +119,7 @@ def test_shared_copies_that_would_explode_give_none(engine: ModuleType) -> None:
 def test_arguments(engine: ModuleType) -> None:
     assert engine.plain_json_copy([]) == []
     assert engine.plain_json_copy(iter([{"a": 1}])) == [{"a": 1}]
-    with pytest.raises(TypeError, match="^items must be a list of items, not dict$"):
+    with pytest.raises(TypeError, match=r"^items must be a list of items, not dict$"):
         engine.plain_json_copy({"a": 1})
     for wrong, message in ((1, "'int' object"), (None, "'None'")):
         with pytest.raises(TypeError) as raised:

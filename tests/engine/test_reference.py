@@ -114,7 +114,7 @@ def test_orphan_pruning_with_pruning_indexes(
     extra = sorted(set(ours) - set(theirs))
     assert set(theirs) <= set(ours)
     for index in extra:
-        assert items[index].get("type") == "reasoning" and index not in prunable, items[index]
+        assert items[index].get("type") == "reasoning" and index not in prunable, items[index]  # noqa: PT018
     # With every reasoning position prunable the two agree exactly.
     everything = prunable | {i for i, x in enumerate(items) if x.get("type") == "reasoning"}
     assert ids(engine.drop_orphan_function_calls(items, everything)) == ids(

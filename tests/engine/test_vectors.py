@@ -38,7 +38,7 @@ def test_vector_files_are_well_formed() -> None:
     for file_name in VECTOR_FILES:
         cases = json.loads((VECTORS / file_name).read_text(encoding="utf-8"))
         names = [case["name"] for case in cases]
-        assert cases and len(names) == len(set(names)), f"{file_name}: duplicate case names"
+        assert cases and len(names) == len(set(names)), f"{file_name}: duplicate case names"  # noqa: PT018
 
 
 @pytest.mark.parametrize("case", _cases("canonical.json"))

@@ -24,16 +24,16 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
-from agents import Agent, RunConfig, Runner, RunState, SQLiteSession, function_tool  # noqa: E402
-from agents.memory import SessionSettings  # noqa: E402
-from openai.types.responses import ResponseFunctionToolCall  # noqa: E402
+from agents import Agent, RunConfig, Runner, RunState, SQLiteSession, function_tool
+from agents.memory import SessionSettings
+from openai.types.responses import ResponseFunctionToolCall
 
-import histcore.items  # noqa: E402
-import histcore.openai_agents as accelerator  # noqa: E402
-from histcore.cli.bench.generate import generate_history  # noqa: E402
-from histcore.cli.bench.sdk_conversation import ScriptedModel, lookup_tool  # noqa: E402
-from histcore.openai_agents import _replacements, _session_keys  # noqa: E402
-from tests.support.sqlite import query  # noqa: E402
+import histcore.items
+import histcore.openai_agents as accelerator
+from histcore.cli.bench.generate import generate_history
+from histcore.cli.bench.sdk_conversation import ScriptedModel, lookup_tool
+from histcore.openai_agents import _replacements, _session_keys
+from tests.support.sqlite import query
 
 SCRIPT = ["Paris", "Rome and Oslo", "delete notes.txt", "Lima"]
 

@@ -40,15 +40,15 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
-import agents.run_internal.items as sdk_items  # noqa: E402
-import agents.run_internal.session_persistence as sdk_session  # noqa: E402
-import agents.run_state as sdk_run_state  # noqa: E402
-import agents.util._json as sdk_json  # noqa: E402
+import agents.run_internal.items as sdk_items
+import agents.run_internal.session_persistence as sdk_session
+import agents.run_state as sdk_run_state
+import agents.util._json as sdk_json
 
-import histcore.openai_agents as accelerator  # noqa: E402
-from histcore import items as engine  # noqa: E402
-from histcore.openai_agents import _replacements as fast  # noqa: E402
-from histcore.openai_agents import _session_keys as session_keys  # noqa: E402
+import histcore.openai_agents as accelerator
+from histcore import items as engine
+from histcore.openai_agents import _replacements as fast
+from histcore.openai_agents import _session_keys as session_keys
 
 SETTINGS = settings(
     max_examples=250,
@@ -272,7 +272,7 @@ def assert_same_tree(expected: Any, actual: Any) -> None:
         assert type(a) is type(b), f"{path}: {type(a).__name__} != {type(b).__name__}"
         if isinstance(a, (dict, list, tuple, set, frozenset)):
             if id(a) in pairs or id(b) in reverse:
-                assert pairs.get(id(a)) == id(b) and reverse.get(id(b)) == id(a), (
+                assert pairs.get(id(a)) == id(b) and reverse.get(id(b)) == id(a), (  # noqa: PT018
                     f"{path}: sharing differs"
                 )
                 return
@@ -704,7 +704,8 @@ def test_reference_map_consumes_each_occurrence_once() -> None:
     expected = [sdk_session._consume_reference(sdk_map, text, c) for c in sequence]
     actual = [session_keys.consume_reference(our_map, text, c) for c in sequence]
     assert actual == expected == [True, True, False, True, False, False]
-    assert sdk_map == {} and not any(our_map.counts.values())
+    assert sdk_map == {}
+    assert not any(our_map.counts.values())
     freq = session_keys.make_build_frequency_map(key)(items)
     assert freq == sdk_session._build_frequency_map(items) == {text: 3}
 
@@ -799,7 +800,8 @@ def test_copies_defer_on_tuples_nan_and_enums() -> None:
 def test_copy_module_passes_everything_else_through() -> None:
     memo: dict[int, Any] = {}
     value = [{"a": 1}]
-    assert COPY_MODULE.deepcopy(value, memo) == value and memo  # the stdlib filled the memo
+    assert COPY_MODULE.deepcopy(value, memo) == value
+    assert memo
     assert COPY_MODULE.copy is copy.copy
     assert COPY_MODULE.Error is copy.Error
     assert COPY_MODULE.deepcopy("text") == "text"
@@ -817,7 +819,7 @@ def test_sorted_json_matches_json_dumps_on_awkward_values() -> None:
     assert text == json.dumps(value, sort_keys=True, default=str)
     assert used_default
     assert sorted_json({"a": 1}) == ('{"a": 1}', False)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # noqa: PT012
         cyclic: list[Any] = []
         cyclic.append(cyclic)
         sorted_json(cyclic)

@@ -14,14 +14,14 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
-import agents.memory.sqlite_session as sdk_sqlite  # noqa: E402
-import agents.run_internal.items as sdk_items  # noqa: E402
-import agents.run_internal.run_loop as sdk_run_loop  # noqa: E402
-import agents.run_internal.session_persistence as sdk_session  # noqa: E402
-import agents.util._json as sdk_json  # noqa: E402
+import agents.memory.sqlite_session as sdk_sqlite
+import agents.run_internal.items as sdk_items
+import agents.run_internal.run_loop as sdk_run_loop
+import agents.run_internal.session_persistence as sdk_session
+import agents.util._json as sdk_json
 
-import histcore.openai_agents as accelerator  # noqa: E402
-from histcore.openai_agents import _patches, _versions  # noqa: E402
+import histcore.openai_agents as accelerator
+from histcore.openai_agents import _patches, _versions
 
 # Every helper the accelerator knows, by defining module and name.
 HELPERS = [(group.module, target.attr) for group in _patches.GROUPS for target in group.targets]
@@ -69,8 +69,10 @@ def test_install_replaces_every_binding_and_uninstall_restores_them(
     assert ("agents.items", "_to_dump_compatible") in bound_before
 
     installation = accelerator.install()
-    assert accelerator.is_installed() and accelerator.installation() is installation
-    assert installation.supported and installation.skipped == {}
+    assert accelerator.is_installed()
+    assert accelerator.installation() is installation
+    assert installation.supported
+    assert installation.skipped == {}
     # No module still sees an original (``copy`` and ``json`` are only swapped where used).
     helpers = {k: v for k, v in originals.items() if k[1] not in MODULE_STAND_INS}
     assert _bindings_of(helpers) == set()
@@ -85,7 +87,8 @@ def test_install_replaces_every_binding_and_uninstall_restores_them(
     assert type(sdk_sqlite.json).__name__ == "JsonModule"
 
     accelerator.uninstall()
-    assert not accelerator.is_installed() and accelerator.installation() is None
+    assert not accelerator.is_installed()
+    assert accelerator.installation() is None
     assert _originals() == originals
     assert _bindings_of(originals) == bound_before
     assert sdk_session.copy is __import__("copy")

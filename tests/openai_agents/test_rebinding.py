@@ -22,15 +22,15 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
-import agents.run_internal.items as sdk_items  # noqa: E402
-import agents.run_internal.session_persistence as sdk_session  # noqa: E402
-import agents.run_state as sdk_run_state  # noqa: E402
-import agents.util._json as sdk_json  # noqa: E402
-from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
+import agents.run_internal.items as sdk_items
+import agents.run_internal.session_persistence as sdk_session
+import agents.run_state as sdk_run_state
+import agents.util._json as sdk_json
+from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
 
-import histcore.openai_agents as accelerator  # noqa: E402
-from histcore.openai_agents import _watch  # noqa: E402
-from histcore.openai_agents.testing import ScriptedModel  # noqa: E402
+import histcore.openai_agents as accelerator
+from histcore.openai_agents import _watch
+from histcore.openai_agents.testing import ScriptedModel
 
 Patch = Callable[[pytest.MonkeyPatch], None]
 
@@ -123,7 +123,8 @@ def test_dedupe_sees_a_failing_coercion_helper() -> None:
             sdk_items.deduplicate_input_items_preferring_latest(ITEMS),
         ),
     )
-    assert result[0] == "raised" and result[1] is RuntimeError
+    assert result[0] == "raised"
+    assert result[1] is RuntimeError
 
 
 def test_dedupe_key_sees_a_rebound_key_helper() -> None:
@@ -355,7 +356,8 @@ def test_watches_are_armed_intact_after_install_and_disarmed_after_uninstall() -
     installation = accelerator.install()
     assert installation.replaced
     watches = list(accelerator._watches)
-    assert watches and all(watch.intact() for watch in watches)
+    assert watches
+    assert all(watch.intact() for watch in watches)
     held = sdk_items.deduplicate_input_items
     accelerator.uninstall()
     assert not any(watch.armed for watch in watches)

@@ -12,13 +12,13 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
-from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
-from agents.models.fake_id import FAKE_RESPONSES_ID  # noqa: E402
-from agents.models.interface import Model  # noqa: E402
+from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
+from agents.models.fake_id import FAKE_RESPONSES_ID
+from agents.models.interface import Model
 
-import histcore.openai_agents as accelerator  # noqa: E402
-from histcore.cli.bench import sdk_conversation  # noqa: E402
-from histcore.openai_agents.testing import ScriptedModel  # noqa: E402
+import histcore.openai_agents as accelerator
+from histcore.cli.bench import sdk_conversation
+from histcore.openai_agents.testing import ScriptedModel
 
 CONFIG = RunConfig(tracing_disabled=True)
 
@@ -75,7 +75,8 @@ def test_placeholder_ids_and_options() -> None:
     assert json.loads(getattr(output[2], "arguments", "")) == {"q": "b"}
     answer = model.output_for([{"type": "function_call_output", "call_id": "c", "output": "x"}])
     assert answer[0].id == FAKE_RESPONSES_ID
-    assert model.inputs == [] and model.responses == 2
+    assert model.inputs == []
+    assert model.responses == 2
     never = ScriptedModel(placeholder_every=0)
     reply = never.output_for([{"type": "function_call_output", "call_id": "c", "output": "x"}])
     assert reply[0].id == "msg_1"

@@ -178,7 +178,8 @@ async def test_call_model_input_filter_runs_before_the_dedupe(mode: str) -> None
     agent = make_agent(model, add)
     config = RunConfig(call_model_input_filter=keep_last_two)
     result = await drive(mode, agent, "sum", run_config=config)
-    assert seen[0].agent is agent and seen[0].model_data.instructions == "Be brief."
+    assert seen[0].agent is agent
+    assert seen[0].model_data.instructions == "Be brief."
     # Two outputs with one call id collapse to the latest after the filter, and an
     # output without its call is dropped (the API would reject it).
     assert model.calls[0].input == [
@@ -205,7 +206,8 @@ async def test_a_tool_that_raises_gives_the_model_an_error_output(mode: str) -> 
     )
     result = await drive(mode, make_agent(model, explode), "go")
     output = result.new_items[1]
-    assert output["type"] == "function_call_output" and output["call_id"] == "c1"
+    assert output["type"] == "function_call_output"
+    assert output["call_id"] == "c1"
     assert "ValueError" in output["output"]
     assert "secret detail" not in output["output"]  # the exception text is not leaked
     assert result.final_output == "sorry"
@@ -293,8 +295,10 @@ async def test_a_fresh_run_reports_exactly_its_own_items(mode: str) -> None:
     agent = make_agent(model)
     one = await drive(mode, agent, "a")
     two = await drive(mode, agent, "b")
-    assert one.new_items == [text_message("first")] and len(one.raw_responses) == 1
-    assert two.new_items == [text_message("second")] and len(two.raw_responses) == 1
+    assert one.new_items == [text_message("first")]
+    assert len(one.raw_responses) == 1
+    assert two.new_items == [text_message("second")]
+    assert len(two.raw_responses) == 1
     assert model.calls[1].input == [user_message("b")]
     assert one.new_items[0] is not two.new_items[0]
 
@@ -386,7 +390,8 @@ async def test_stream_events_arrive_in_order() -> None:
     assert "response.output_text.delta" in raw
     # The model's raw events of a turn precede the items recorded from that turn.
     assert events.index(item_events[0]) > raw.index("response.completed")
-    assert result.is_complete and result.final_output == "3"
+    assert result.is_complete
+    assert result.final_output == "3"
     # Calling stream_events again after the end returns at once.
     assert [e async for e in result.stream_events()] == []
 
@@ -395,7 +400,7 @@ async def test_stream_errors_surface_after_the_earlier_events() -> None:
     model = ScriptedModel([[function_call("add", {"a": 1, "b": 2}, "c1")], RuntimeError("late")])
     result = Runner.run_streamed(make_agent(model, add), "x")
     seen: list[str] = []
-    with pytest.raises(RuntimeError, match="late"):
+    with pytest.raises(RuntimeError, match="late"):  # noqa: PT012
         async for event in result.stream_events():
             if isinstance(event, RunItemStreamEvent):
                 seen.append(event.name)
@@ -451,7 +456,9 @@ def test_agent_checks_its_fields() -> None:
     with pytest.raises(UserError, match="model must be a Model"):
         Agent("a", model=3)  # type: ignore[arg-type]
     agent = Agent("a", tools=[add])
-    assert agent.tools == (add,) and agent.get_tool("add") is add and agent.get_tool("x") is None
+    assert agent.tools == (add,)
+    assert agent.get_tool("add") is add
+    assert agent.get_tool("x") is None
     assert issubclass(UserError, HistcoreError)
 
 
@@ -459,7 +466,8 @@ async def test_run_config_model_overrides_the_agent_model() -> None:
     unused, used = ScriptedModel(), ScriptedModel([[text_message("from config")]])
     result = await Runner.run(make_agent(unused), "hi", run_config=RunConfig(model=used))
     assert result.final_output == "from config"
-    assert unused.calls == [] and len(used.calls) == 1
+    assert unused.calls == []
+    assert len(used.calls) == 1
 
 
 async def test_usage_is_summed_over_responses() -> None:

@@ -34,7 +34,7 @@ class FakeResponsesServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
@@ -224,7 +224,8 @@ async def test_a_tool_turn_then_an_answer(server: FakeResponsesServer, mode: str
     assert result.usage.total_tokens == 34
 
     first, second = server.requests
-    assert first["model"] == "test-model" and first["temperature"] == 0.2
+    assert first["model"] == "test-model"
+    assert first["temperature"] == 0.2
     assert first["instructions"] == "Answer briefly."
     assert first["input"] == [{"role": "user", "content": "How much is a dollar?"}]
     assert first["tools"] == [get_rate.to_model_tool()]
@@ -249,13 +250,14 @@ async def test_output_items_come_back_as_plain_dicts(server: FakeResponsesServer
     assert type(response.output[0]) is dict
     assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 5)
     request = server.requests[0]
-    assert "instructions" not in request and "tools" not in request
+    assert "instructions" not in request
+    assert "tools" not in request
 
 
 async def test_a_failed_stream_is_a_model_behavior_error(server: FakeResponsesServer) -> None:
     server.queue.append("fail")
     result = Runner.run_streamed(Agent("x", model=model_for(server)), "hi")
-    with pytest.raises(ModelBehaviorError, match="response.failed: overloaded"):
+    with pytest.raises(ModelBehaviorError, match=r"response.failed: overloaded"):
         async for _ in result.stream_events():
             pass
 
@@ -266,7 +268,7 @@ async def test_http_errors_propagate_as_openai_errors(
 ) -> None:
     server.queue.append(400)
     agent = Agent("x", model=model_for(server))
-    with pytest.raises(openai.BadRequestError, match="server says no"):
+    with pytest.raises(openai.BadRequestError, match="server says no"):  # noqa: PT012
         if mode == "run":
             await Runner.run(agent, "hi")
         else:

@@ -252,7 +252,8 @@ async def test_a_finished_state_resumes_with_a_new_turn(mode: str) -> None:
     agent = agent_with(model)
     result = await drive(mode, agent, "hi")
     state = result.to_state()
-    assert state.interruptions == () and state.pending_turn_start == 1
+    assert state.interruptions == ()
+    assert state.pending_turn_start == 1
     more = await drive(mode, agent, state)
     assert more.final_output == "two"
     assert model.last_input == [user_message("hi"), text_message("one")]
@@ -306,7 +307,7 @@ async def test_approve_and_reject_check_their_arguments() -> None:
     _, result = await paused("run", model)
     state = result.to_state()
     stranger = ToolApprovalItem(function_call("delete_file", {"path": "z"}, "c-other"))
-    with pytest.raises(UserError, match="call 'c-other' .* is not pending"):
+    with pytest.raises(UserError, match=r"call 'c-other' .* is not pending"):
         state.approve(stranger)
     with pytest.raises(UserError, match="takes a ToolApprovalItem"):
         state.approve("c1")  # type: ignore[arg-type]

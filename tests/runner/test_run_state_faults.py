@@ -272,7 +272,8 @@ def test_scalar_subclasses_are_written_as_the_plain_values_json_writes() -> None
         current_turn=Level.HIGH, max_turns=Level.HIGH, original_input=_item(Level.HIGH)
     )
     data = state.to_json()
-    assert type(data["current_turn"]) is int and data["current_turn"] == 3
+    assert type(data["current_turn"]) is int
+    assert data["current_turn"] == 3
     assert type(data["original_input"][0]["extra"]) is int
     assert_reloads(state)
 

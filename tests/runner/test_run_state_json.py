@@ -55,7 +55,8 @@ def test_to_json_carries_the_schema_version_and_every_field() -> None:
     assert data["agent"] == {"name": "mailer"}
     assert data["original_input"] == [user_message("mail Bob")]
     assert data["generated_items"][0] == text_message("Sending.")
-    assert data["current_turn"] == 1 and data["max_turns"] == 10
+    assert data["current_turn"] == 1
+    assert data["max_turns"] == 10
     assert data["pending_turn_start"] == 0
     assert data["interruptions"] == [data["generated_items"][1]]
     assert data["approvals"] == {"c1": {"approved": False, "message": "not now"}}

@@ -103,7 +103,7 @@ async def test_session_input_callback_and_settings_shape_the_model_input(
     agent = agent_with(model)
 
     def repeat_first(history: list[Any], new: list[Any]) -> list[Any]:
-        return history + [history[0]] + new
+        return [*history, history[0], *new]
 
     config = RunConfig(session_input_callback=repeat_first)
     await drive(mode, agent, "u2", session=session, run_config=config)
@@ -181,7 +181,8 @@ async def test_still_undecided_calls_store_nothing(mode: str, session: Session) 
     agent = agent_with(model)
     state = (await drive(mode, agent, "go", session=session)).to_state()
     again = await drive(mode, agent, state, session=session)
-    assert again.interruptions and await session.get_items() == [user_message("go")]
+    assert again.interruptions
+    assert await session.get_items() == [user_message("go")]
 
 
 async def test_a_failed_resume_leaves_no_trace_and_can_be_retried(

@@ -60,10 +60,13 @@ async def test_a_saved_state_loads_back_exactly(backend: Backends) -> None:
     assert await store.load_stored_state(agent, "job") is None
     assert await store.save_state("job", state) == 1
     loaded = await store.load_state(agent, "job")
-    assert loaded is not None and loaded is not state
+    assert loaded is not None
+    assert loaded is not state
     assert loaded.to_json() == state.to_json()
     stored = await store.load_stored_state(agent, "job")
-    assert stored is not None and stored.version == 1 and stored.state is not loaded
+    assert stored is not None
+    assert stored.version == 1
+    assert stored.state is not loaded
     assert await store.version("job") == 1
 
 
@@ -81,7 +84,8 @@ async def test_a_loaded_state_resumes_and_its_continuation_is_saved(backend: Bac
     new_version = await store.save_state("job", result.to_state(), expected_version=stored.version)
     assert new_version == 2
     final = await store.load_state(agent, "job")
-    assert final is not None and final.to_json() == result.to_state().to_json()
+    assert final is not None
+    assert final.to_json() == result.to_state().to_json()
 
 
 async def test_a_save_based_on_a_stale_version_fails_and_keeps_the_newer(
@@ -106,7 +110,8 @@ async def test_a_save_based_on_a_stale_version_fails_and_keeps_the_newer(
     with pytest.raises(RunStateConflictError, match="it is at version 2"):
         await store.save_state("job", third, expected_version=5)
     loaded = await store.load_state(agent, "job")
-    assert loaded is not None and loaded.to_json() == second.to_json()
+    assert loaded is not None
+    assert loaded.to_json() == second.to_json()
 
 
 async def test_racing_savers_of_one_version_have_exactly_one_winner(backend: Backends) -> None:
@@ -126,7 +131,8 @@ async def test_racing_savers_of_one_version_have_exactly_one_winner(backend: Bac
     assert outcomes.count(True) == 1
     winner = states[1 + outcomes.index(True)]
     loaded = await store.load_state(agent, "job")
-    assert loaded is not None and loaded.to_json() == winner.to_json()
+    assert loaded is not None
+    assert loaded.to_json() == winner.to_json()
     assert await store.version("job") == 2
 
 
@@ -155,7 +161,8 @@ async def test_keys_are_independent(backend: Backends) -> None:
     await store.save_state("two", one, expected_version=1)
     assert (await store.version("one"), await store.version("two")) == (1, 2)
     loaded = await store.load_state(agent, "one")
-    assert loaded is not None and loaded.to_json() == one.to_json()
+    assert loaded is not None
+    assert loaded.to_json() == one.to_json()
 
 
 async def test_bad_arguments_are_named_and_nothing_is_written(backend: Backends) -> None:
@@ -243,7 +250,8 @@ async def test_a_cancelled_save_is_over_before_the_cancellation_arrives(
         await task
     assert await store.version("job") == 2
     loaded = await store.load_state(agent, "job")
-    assert loaded is not None and loaded.to_json() == newer.to_json()
+    assert loaded is not None
+    assert loaded.to_json() == newer.to_json()
 
 
 async def test_versions_never_repeat_after_a_delete(backend: Backends) -> None:
@@ -252,7 +260,8 @@ async def test_versions_never_repeat_after_a_delete(backend: Backends) -> None:
     first, second, third = [await paused_state(agent, amount) for amount in (1, 2, 3)]
     assert await store.save_state("job", first) == 1
     stale = await store.load_stored_state(agent, "job")  # a worker holding version 1
-    assert stale is not None and stale.version == 1
+    assert stale is not None
+    assert stale.version == 1
     assert await store.delete_state("job") is True
     assert await store.version("job") == 0
     # The key is recreated; the stale worker's save must not replace the new checkpoint.
@@ -260,7 +269,8 @@ async def test_versions_never_repeat_after_a_delete(backend: Backends) -> None:
     with pytest.raises(RunStateConflictError, match="based on version 1 but it is at version 2"):
         await store.save_state("job", third, expected_version=stale.version)
     loaded = await store.load_state(agent, "job")
-    assert loaded is not None and loaded.to_json() == second.to_json()
+    assert loaded is not None
+    assert loaded.to_json() == second.to_json()
     # Again with a delete that names its version, and more saves in between.
     assert await store.save_state("job", third, expected_version=2) == 3
     assert await store.delete_state("job", expected_version=3) is True
@@ -295,7 +305,7 @@ async def test_racing_deletes_and_first_saves_never_issue_a_version_twice(
             await asyncio.sleep(0)
 
     await asyncio.gather(saver(), saver(), deleter(), deleter())
-    assert issued and len(issued) == len(set(issued)), issued
+    assert issued and len(issued) == len(set(issued)), issued  # noqa: PT018
     last = await store.version("job")
     assert last == 0 or last == max(issued)
 
@@ -318,7 +328,8 @@ async def test_a_checkpoint_holding_a_lone_surrogate_saves_and_loads(backend: Ba
     store = backend.state_store()
     assert await store.save_state("job", state) == 1
     loaded = await store.load_stored_state(agent, "job")
-    assert loaded is not None and loaded.version == 1
+    assert loaded is not None
+    assert loaded.version == 1
     assert loaded.state.to_json() == state.to_json()
     assert loaded.state.original_input == f"Move 1 for {name}"
     assert await store.save_state("job", loaded.state, expected_version=1) == 2
@@ -374,7 +385,8 @@ def test_an_sqlite_database_made_before_the_versions_table_opens_and_keeps_count
         store = SQLiteRunStateStore(path)
         try:
             stored = await store.load_stored_state(agent, "job")
-            assert stored is not None and stored.version == 7
+            assert stored is not None
+            assert stored.version == 7
             assert await store.delete_state("job", expected_version=7) is True
             assert await store.save_state("job", stored.state) == 8
         finally:
@@ -415,7 +427,8 @@ async def test_a_postgres_database_made_before_the_versions_table_keeps_counting
         )
         store = PostgresRunStateStore(server.dsn, table=table)
         stored = await store.load_stored_state(agent, "job")
-        assert stored is not None and stored.version == 7
+        assert stored is not None
+        assert stored.version == 7
         assert await store.delete_state("job") is True
         assert await store.save_state("job", stored.state) == 8
         with pytest.raises(RunStateConflictError):

@@ -77,7 +77,8 @@ def test_scalar_subclasses_are_written_as_their_plain_values() -> None:
     text = encode_arguments({"color": Color.RED, "level": Level.HIGH})
     parsed = open_file.parse_arguments(text)
     assert parsed == {"color": "red", "level": 3}
-    assert type(parsed["color"]) is str and type(parsed["level"]) is int
+    assert type(parsed["color"]) is str
+    assert type(parsed["level"]) is int
 
 
 @pytest.mark.parametrize(

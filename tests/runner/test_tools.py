@@ -212,7 +212,8 @@ def test_overrides_and_sequence_hints() -> None:
     def lookup(keys: Sequence[int]) -> list[int]:
         return list(keys)
 
-    assert lookup.name == "lookup_v2" and lookup.description == "Find things."
+    assert lookup.name == "lookup_v2"
+    assert lookup.description == "Find things."
     assert lookup.params_json_schema["properties"]["keys"]["type"] == "array"
 
 
@@ -270,7 +271,8 @@ def test_function_tool_checks_its_fields() -> None:
         return None
 
     tool = FunctionTool("raw", "A raw tool.", {"type": "object"}, invoke)
-    assert tool.needs_approval is False and tool.failure_error_function is not None
+    assert tool.needs_approval is False
+    assert tool.failure_error_function is not None
     with pytest.raises(UserError, match="params_json_schema must be a dict"):
         FunctionTool("raw", "", [], invoke)  # type: ignore[arg-type]
     with pytest.raises(UserError, match="needs_approval must be a bool or a callable"):

@@ -194,7 +194,8 @@ async def test_values_round_trip_as_json_does(make_session: Factory) -> None:
     (stored,) = await session.get_items()
     expected = dict(item, nested=dict(item["nested"], tuple=[1, 2]))
     assert stored == expected
-    assert type(stored["numbers"][0]) is int and type(stored["numbers"][4]) is float
+    assert type(stored["numbers"][0]) is int
+    assert type(stored["numbers"][4]) is float
 
 
 async def test_values_orjson_refuses_are_kept_as_json_writes_them(make_session: Factory) -> None:
@@ -207,7 +208,8 @@ async def test_values_orjson_refuses_are_kept_as_json_writes_them(make_session: 
     ]
     await session.add_items(items)
     stored = await session.get_items()
-    assert math.isnan(stored[0]["score"]) and stored[0]["inf"] == [float("-inf")]
+    assert math.isnan(stored[0]["score"])
+    assert stored[0]["inf"] == [float("-inf")]
     assert stored[1:] == items[1:]
     # Int keys would come back as str keys (and {1: "a", "1": "b"} as one key): refused.
     with pytest.raises(TypeError, match=r"items\[0\] cannot be encoded as JSON.*key 1 \(int\)"):
@@ -228,9 +230,9 @@ async def test_models_are_stored_as_their_dump(make_session: Factory) -> None:
 
 def test_session_settings_validate_and_resolve() -> None:
     assert SessionSettings().limit is None
-    with pytest.raises(ValueError, match="SessionSettings.limit must be an int >= 0"):
+    with pytest.raises(ValueError, match=r"SessionSettings.limit must be an int >= 0"):
         SessionSettings(limit=-2)
-    with pytest.raises(TypeError, match="SessionSettings.limit"):
+    with pytest.raises(TypeError, match=r"SessionSettings.limit"):
         SessionSettings(limit=1.5)  # type: ignore[arg-type]
     base = SessionSettings(limit=5)
     assert base.resolve(None) is base

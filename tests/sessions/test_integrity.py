@@ -74,16 +74,16 @@ async def insert_raw(backend: Backends, tmp_path: Path, session_id: str, text: s
 
 
 def test_a_session_id_that_is_not_utf8_is_refused_by_every_constructor(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="session_id .*surrogate"):
+    with pytest.raises(ValueError, match=r"session_id .*surrogate"):
         MemorySession("\ud800")
-    with pytest.raises(ValueError, match="session_id .*surrogate"):
+    with pytest.raises(ValueError, match=r"session_id .*surrogate"):
         SQLiteSession("a\udfffb", tmp_path / "x.db")
     require_psycopg()
     from histcore.sessions.postgres import PostgresSession
 
-    with pytest.raises(ValueError, match="session_id .*surrogate"):
+    with pytest.raises(ValueError, match=r"session_id .*surrogate"):
         PostgresSession("\ud800", "postgresql://nobody@127.0.0.1:1/none")
-    with pytest.raises(ValueError, match="session_id .*NUL"):
+    with pytest.raises(ValueError, match=r"session_id .*NUL"):
         PostgresSession("a\x00b", "postgresql://nobody@127.0.0.1:1/none")
 
 
@@ -108,7 +108,8 @@ async def test_long_session_ids_are_cut_short_in_messages(tmp_path: Path) -> Non
     assert len(repr(session)) < 300
     with pytest.raises(SessionError) as closed:
         await session.get_items()
-    assert len(str(closed.value)) < 300 and "1000000 characters" in str(closed.value)
+    assert len(str(closed.value)) < 300
+    assert "1000000 characters" in str(closed.value)
     assert len(repr(MemorySession(long_id))) < 300
 
 
@@ -119,7 +120,7 @@ async def test_postgres_errors_cut_long_session_ids_short(tmp_path: Path) -> Non
         with pytest.raises(SessionError, match="add_items failed") as failure:
             await session.add_items([user("a")])
         message = str(failure.value)
-        assert len(message) < 1000 and "1000000 characters" in message, message[:2000]
+        assert len(message) < 1000 and "1000000 characters" in message, message[:2000]  # noqa: PT018
         assert len(repr(session)) < 300
 
 
@@ -141,7 +142,8 @@ async def test_json_rows_that_are_not_items_are_skipped_and_reported(
     assert session.skipped_row_ids == tuple(bad)  # type: ignore[attr-defined]
     warnings = [r.getMessage() for r in caplog.records if "not an input item" in r.getMessage()]
     assert len(warnings) == len(NOT_ITEMS)  # each once
-    assert f"row {bad[1]} of " in warnings[1] and "a JSON null, not an object" in warnings[1]
+    assert f"row {bad[1]} of " in warnings[1]
+    assert "a JSON null, not an object" in warnings[1]
     # A fresh reader with a limit widens its window past them.
     assert await durable.session("s").get_items(1) == [user("b")]
 
@@ -302,7 +304,7 @@ async def test_values_that_would_change_type_are_refused(
     with pytest.raises(TypeError, match=r"items\[1\] cannot be encoded as JSON") as caught:
         await session.add_items([user("a"), bad])
     message = str(caught.value)
-    assert named in message and "items[1]['v']" in message, message
+    assert named in message and "items[1]['v']" in message, message  # noqa: PT018
     assert await session.get_items() == [user("kept")]
 
 
@@ -325,7 +327,8 @@ async def test_values_json_writes_as_themselves_are_kept(backend: Backends) -> N
         "tuple": [1, [2, "three"]],
         "model": [{"text": "nested"}],
     }
-    assert type(stored["int_enum"]) is int and type(stored["str_enum"]) is str
+    assert type(stored["int_enum"]) is int
+    assert type(stored["str_enum"]) is str
 
 
 def test_rows_that_are_no_text_at_all_are_corrupt() -> None:
@@ -333,9 +336,11 @@ def test_rows_that_are_no_text_at_all_are_corrupt() -> None:
 
     good = json.dumps(user("a")).encode()
     ids, items, corrupt = decode_rows([(1, good), (2, None), (3, 42), (4, nested_text(300))])
-    assert ids == [1] and items == [user("a")]
+    assert ids == [1]
+    assert items == [user("a")]
     assert [row_id for row_id, _ in corrupt] == [2, 3, 4]
-    assert "not JSON" in corrupt[0][1] and "deeper than" in corrupt[2][1]
+    assert "not JSON" in corrupt[0][1]
+    assert "deeper than" in corrupt[2][1]
 
 
 async def test_runs_go_on_over_rows_that_hold_no_item(durable: Backends, tmp_path: Path) -> None:

@@ -81,7 +81,8 @@ async def test_nan_survives_both_directions(db: Path) -> None:
     assert math.isnan(read_by_sdk["score"])
     with SQLiteSession("ours", db) as ours:
         stored = await ours.get_items()
-    assert len(stored) == 2 and all(math.isnan(entry["score"]) for entry in stored)
+    assert len(stored) == 2
+    assert all(math.isnan(entry["score"]) for entry in stored)
 
 
 async def test_both_libraries_continue_one_conversation(db: Path) -> None:

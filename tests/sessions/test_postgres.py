@@ -96,7 +96,8 @@ async def test_items_round_trip_exactly(backend: Backends) -> None:
     assert [canonical_json(item) for item in stored] == [canonical_json(item) for item in items]
     # Key order and exact types survive too (canonical_json sorts keys).
     assert [list(item) for item in stored] == [list(item) for item in items]
-    assert stored[1]["m"] == {"y": 0, "b": 1} and list(stored[1]["m"]) == ["y", "b"]
+    assert stored[1]["m"] == {"y": 0, "b": 1}
+    assert list(stored[1]["m"]) == ["y", "b"]
     assert [type(v) for v in stored[5]["ints"]] == [int] * 4
     assert math.copysign(1.0, stored[4]["floats"][1]) == -1.0
     assert stored[7]["tuple"] == [1, [2, 3]]  # tuples are stored as JSON arrays
@@ -301,7 +302,8 @@ async def test_corrupt_rows_are_skipped_with_a_warning(
         assert await session.get_items(2) == [user_message("u0"), user_message("u1")]
     assert session.skipped_row_ids == (bad_one[0], bad_two[0])  # type: ignore[attr-defined]
     warnings = [r.getMessage() for r in caplog.records if "not JSON" in r.getMessage()]
-    assert len(warnings) == 2 and f"row {bad_one[0]}" in warnings[0]
+    assert len(warnings) == 2
+    assert f"row {bad_one[0]}" in warnings[0]
     # A fresh reader with a limit widens its window past the corrupt rows.
     assert await pg.session("corrupt").get_items(2) == [user_message("u0"), user_message("u1")]
     # pop drops the corrupt newest row on its way to the newest good one.
@@ -357,7 +359,7 @@ def test_bad_arguments_are_named() -> None:
         PostgresSession(7, "postgresql://localhost/x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="messages_table must be a plain SQL identifier"):
         PostgresSession("s", "postgresql://localhost/x", messages_table="m; DROP TABLE x")
-    with pytest.raises(TypeError, match="pool must be a psycopg_pool.AsyncConnectionPool"):
+    with pytest.raises(TypeError, match=r"pool must be a psycopg_pool.AsyncConnectionPool"):
         PostgresSession("s", pool=object())  # type: ignore[arg-type]
 
 
@@ -385,7 +387,7 @@ async def test_an_unreachable_server_is_a_clear_error_without_the_password() -> 
     dsn = "postgresql://someone:s3cret-password@127.0.0.1:1/nowhere"
     session = PostgresSession("s", dsn, connect_timeout=1)
     with pytest.raises(
-        SessionError, match="cannot connect to PostgreSQL at someone@127.0.0.1:1"
+        SessionError, match=r"cannot connect to PostgreSQL at someone@127.0.0.1:1"
     ) as info:
         await session.get_items()
     assert "s3cret" not in str(info.value)

@@ -105,7 +105,7 @@ def _check_session(items: list[dict[str, Any]], writers: set[tuple[int, int]]) -
     next_batch = {writer: 0 for writer in writers}
     while position < len(tags):
         process, task, batch, first = tags[position]
-        assert (process, task) in writers and first == 0, f"a batch starts mid-way at {position}"
+        assert (process, task) in writers and first == 0, f"a batch starts mid-way at {position}"  # noqa: PT018
         assert batch == next_batch[(process, task)], f"writer {process}.{task} out of order"
         size = batch % 4 + 1
         assert tags[position : position + size] == [
@@ -128,7 +128,8 @@ async def test_eight_processes_of_four_writers_lose_nothing_and_keep_order(pg: B
     writers = _start_writers(pg, session_ids)
     try:
         for writer in writers:
-            assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+            assert writer.stdout is not None
+            assert writer.stdout.readline().strip() == "ready"
         for writer in writers:
             assert writer.stdin is not None
             writer.stdin.write("go\n")
@@ -208,7 +209,8 @@ async def test_idle_connections_killed_by_the_server_are_replaced(pg: Backends) 
         "WHERE datname = current_database() AND pid <> pg_backend_pid() "
         "AND backend_type = 'client backend'"
     )
-    assert killed and all(ok for (ok,) in killed)
+    assert killed
+    assert all(ok for (ok,) in killed)
     await session.add_items([user_message("u1")])
     assert await session.get_items() == [user_message("u0"), user_message("u1")]
 
@@ -244,7 +246,8 @@ async def test_the_server_restarts_between_turns_and_the_run_continues(pg: Backe
     server.restart()
 
     stored = await store.load_stored_state(agent, key)
-    assert stored is not None and stored.version == version
+    assert stored is not None
+    assert stored.version == version
     state = stored.state
     state.approve(state.interruptions[0])
     finished = await Runner.run(agent, state, session=session)

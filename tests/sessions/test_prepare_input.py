@@ -75,7 +75,8 @@ async def test_without_callback_model_input_is_history_plus_new(make_session: Fa
     assert model_input == [user("u0"), assistant("a0"), user("u1")]
     assert to_persist == [user("u1")]
     model_input, to_persist = await prepare_input_with_session([user("x"), user("y")], session)
-    assert model_input[-2:] == [user("x"), user("y")] and to_persist == [user("x"), user("y")]
+    assert model_input[-2:] == [user("x"), user("y")]
+    assert to_persist == [user("x"), user("y")]
 
 
 async def test_str_input_is_one_user_message(make_session: Factory) -> None:
@@ -86,7 +87,9 @@ async def test_str_input_is_one_user_message(make_session: Factory) -> None:
 async def test_without_session_the_input_is_the_model_input() -> None:
     items = [user("a")]
     model_input, to_persist = await prepare_input_with_session(items, None)
-    assert model_input == items and model_input[0] is not items[0] and to_persist == []
+    assert model_input == items
+    assert model_input[0] is not items[0]
+    assert to_persist == []
 
 
 # --- the classification rules ---------------------------------------------------------------
@@ -95,7 +98,7 @@ async def test_without_session_the_input_is_the_model_input() -> None:
 async def test_design_example_repeating_history_zero(make_session: Factory) -> None:
     session = await seeded(make_session, [user("u0"), assistant("a0")])
     model_input, to_persist = await prepare_input_with_session(
-        "u1", session, lambda history, new: history + [history[0]] + new
+        "u1", session, lambda history, new: [*history, history[0], *new]
     )
     assert model_input == [user("u0"), assistant("a0"), user("u0"), user("u1")]
     assert to_persist == [user("u1")]
@@ -110,7 +113,7 @@ async def test_four_turns_appending_history_zero_store_each_turn_once(
         return history + ([history[0]] if history else []) + new
 
     for turn in range(4):
-        model_input, to_persist = await prepare_input_with_session(f"u{turn}", session, callback)
+        _model_input, to_persist = await prepare_input_with_session(f"u{turn}", session, callback)
         assert to_persist == [user(f"u{turn}")]
         await save_turn_to_session(session, to_persist, [assistant(f"a{turn}")])
     stored = await session.get_items()
@@ -123,7 +126,7 @@ async def test_repeated_new_item_is_persisted_once_at_its_first_position(
 ) -> None:
     session = await seeded(make_session, [user("u0")])
     model_input, to_persist = await prepare_input_with_session(
-        [user("a"), user("b")], session, lambda history, new: [new[1], new[0], new[1]] + history
+        [user("a"), user("b")], session, lambda history, new: [new[1], new[0], new[1], *history]
     )
     assert model_input == [user("b"), user("a"), user("b"), user("u0")]
     assert to_persist == [user("b"), user("a")]
@@ -174,18 +177,20 @@ async def test_filtering_callbacks(make_session: Factory) -> None:
     model_input, to_persist = await prepare_input_with_session(
         "u1", session, lambda history, new: new
     )
-    assert model_input == [user("u1")] and to_persist == [user("u1")]
+    assert model_input == [user("u1")]
+    assert to_persist == [user("u1")]
     model_input, to_persist = await prepare_input_with_session(
         "u1", session, lambda history, new: history[-1:]
     )
-    assert model_input == [assistant("a0")] and to_persist == []
+    assert model_input == [assistant("a0")]
+    assert to_persist == []
 
 
 async def test_items_made_up_by_the_callback_are_persisted(make_session: Factory) -> None:
     session = await seeded(make_session, [user("u0")])
     note = {"role": "system", "content": "be brief"}
     model_input, to_persist = await prepare_input_with_session(
-        "u1", session, lambda history, new: [dict(note)] + history + new
+        "u1", session, lambda history, new: [dict(note), *history, *new]
     )
     assert model_input == [note, user("u0"), user("u1")]
     assert to_persist == [note, user("u1")]
@@ -214,7 +219,7 @@ async def test_async_callback_is_awaited(make_session: Factory) -> None:
     session = await seeded(make_session, [user("u0")])
 
     async def callback(history: list[Any], new: list[Any]) -> list[Any]:
-        return history + [history[0]] + new
+        return [*history, history[0], *new]
 
     model_input, to_persist = await prepare_input_with_session("u1", session, callback)
     assert model_input == [user("u0"), user("u0"), user("u1")]
@@ -251,17 +256,17 @@ async def test_callback_result_must_be_a_list_of_items(make_session: Factory) ->
         return tuple(history + new)
 
     with pytest.raises(
-        UserError, match="session_input_callback .*returns_tuple must return a list"
+        UserError, match=r"session_input_callback .*returns_tuple must return a list"
     ):
         await prepare_input_with_session("u1", session, returns_tuple)
 
     async def returns_none(history: list[Any], new: list[Any]) -> Any:
         return None
 
-    with pytest.raises(UserError, match="returns_none must return a list .*not NoneType"):
+    with pytest.raises(UserError, match=r"returns_none must return a list .*not NoneType"):
         await prepare_input_with_session("u1", session, returns_none)
     with pytest.raises(UserError, match=r"returned by .*\[1\] is a str, not an input item"):
-        await prepare_input_with_session("u1", session, lambda history, new: history + ["x"])
+        await prepare_input_with_session("u1", session, lambda history, new: [*history, "x"])
     with pytest.raises(UserError, match="session_input_callback must be callable or None"):
         await prepare_input_with_session("u1", session, "not callable")  # type: ignore[arg-type]
     assert await session.get_items() == [user("u0")]
@@ -399,7 +404,8 @@ async def test_model_items_are_dumped(make_session: Factory) -> None:
     model_input, to_persist = await prepare_input_with_session(
         [InputMessage(role="user", content="hi")], session, lambda history, new: history + new
     )
-    assert model_input == [user("hi")] and to_persist == [user("hi")]
+    assert model_input == [user("hi")]
+    assert to_persist == [user("hi")]
 
 
 async def test_results_share_no_objects(make_session: Factory) -> None:
@@ -435,7 +441,7 @@ async def test_sdk_sqlite_session_works_as_a_session(tmp_path: Path) -> None:
     try:
         await session.add_items([user("u0"), assistant("a0")])
         model_input, to_persist = await prepare_input_with_session(
-            "u1", session, lambda history, new: history + [history[0]] + new
+            "u1", session, lambda history, new: [*history, history[0], *new]
         )
         assert model_input == [user("u0"), assistant("a0"), user("u0"), user("u1")]
         await save_turn_to_session(session, to_persist, [assistant("a1")])
@@ -448,7 +454,7 @@ async def test_sdk_sqlite_session_works_as_a_session(tmp_path: Path) -> None:
     "callback",
     [
         None,
-        lambda history, new: history + [history[0]] + new,
+        lambda history, new: [*history, history[0], *new],
         lambda history, new: copy.deepcopy(new + history[::-1]),
         lambda history, new: history[::2] + new,
     ],

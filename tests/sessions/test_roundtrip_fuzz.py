@@ -313,7 +313,7 @@ async def test_everything_accepted_reads_back_and_everything_refused_changes_not
         after = await probe.stored()
         if written is not None or not same(after, before):
             COUNTS[store.name, f"refused wrongly: {exc}"] += 1
-        assert written is None, f"refused what reads back as written: {exc}"
+        assert written is None, f"refused what reads back as written: {exc}"  # noqa: PT017
         assert same(after, before), "a refused batch changed the store"
         COUNTS[store.name, REFUSED] += 1
         probe.known = after

@@ -89,7 +89,10 @@ async def test_rows_are_json_text_with_timestamps(db: Path) -> None:
         )
         .fetchone()
     )
-    assert row[0] == "text" and row[1] == "é 😀" and row[2] and row[3]
+    assert row[0] == "text"
+    assert row[1] == "é 😀"
+    assert row[2]
+    assert row[3]
 
 
 async def test_custom_table_names(db: Path) -> None:
@@ -97,7 +100,8 @@ async def test_custom_table_names(db: Path) -> None:
         await session.add_items([user("a")])
         assert await session.get_items() == [user("a")]
     names = {row[0] for row in raw(db).execute("SELECT name FROM sqlite_master")}
-    assert {"my_sessions", "my_messages"} <= names and "agent_messages" not in names
+    assert {"my_sessions", "my_messages"} <= names
+    assert "agent_messages" not in names
 
 
 def test_table_names_must_be_identifiers(db: Path) -> None:
@@ -110,9 +114,9 @@ def test_table_names_must_be_identifiers(db: Path) -> None:
 async def test_a_foreign_table_is_refused(db: Path) -> None:
     raw(db).execute("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, body TEXT)")
     with SQLiteSession("s", db) as session:
-        with pytest.raises(SessionError, match="lacks column.*message_data"):
+        with pytest.raises(SessionError, match=r"lacks column.*message_data"):
             await session.get_items()
-        with pytest.raises(SessionError, match="lacks column.*message_data"):
+        with pytest.raises(SessionError, match=r"lacks column.*message_data"):
             await session.add_items([user("a")])
 
 
@@ -407,7 +411,8 @@ def test_no_connection_or_thread_leaks_across_event_loops(db: Path) -> None:
         if files_after_first is None:
             files_after_first = open_files_of(db)
     assert open_files_of(db) == files_after_first
-    assert files_after_first is not None and files_after_first <= 3  # db, -wal, -shm
+    assert files_after_first is not None
+    assert files_after_first <= 3
     assert threading.active_count() == threads_before
     session.close()
     assert open_files_of(db) == 0

@@ -108,7 +108,7 @@ async def test_a_locked_file_never_stalls_the_event_loop(db: Path, journal_mode:
                 await session.add_items([user("c")])
             with pytest.raises(SessionError, match="locked"):
                 await SQLiteSession("s", db, busy_timeout=0.5).pop_item()
-        assert ticker.ticks >= 10 and ticker.longest < 0.5, (ticker.ticks, ticker.longest)
+        assert ticker.ticks >= 10 and ticker.longest < 0.5, (ticker.ticks, ticker.longest)  # noqa: PT018
         session.close()
     with SQLiteSession("s", db) as after:
         assert await after.get_items() == ITEMS
@@ -159,7 +159,7 @@ async def test_a_read_only_database_without_the_tables_is_a_clear_error(db: Path
     with connected(db) as conn:
         conn.execute("CREATE TABLE other (x)")
     with SQLiteSession("s", f"file:{db}?mode=ro") as session:
-        with pytest.raises(SessionError, match="read-only.*agent_messages"):
+        with pytest.raises(SessionError, match=r"read-only.*agent_messages"):
             await session.get_items()
 
 
@@ -244,9 +244,10 @@ async def test_a_database_that_cannot_be_written_is_opened_read_only(
         result = run_without_write_permission(path, probe)
     finally:
         read_only.chmod(mode)
-    assert result["items"] == ITEMS and result["latest"] == ITEMS[-1:]
+    assert result["items"] == ITEMS
+    assert result["latest"] == ITEMS[-1:]
     assert result["after"] == ITEMS
     assert set(result["errors"]) == {"add_items", "pop_item", "clear_session"}
     for name, message in result["errors"].items():
-        assert f"{name} failed" in message and "read-only" in message, message
+        assert f"{name} failed" in message and "read-only" in message, message  # noqa: PT018
     assert query(path, "SELECT COUNT(*) FROM agent_messages") == [(2,)]

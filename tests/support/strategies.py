@@ -720,7 +720,7 @@ def _lying_dict(entries: dict[Any, Any]) -> LyingDict:
 
 # Values of a user-defined type that change nothing when the engines call them.
 user_type_scalars = st.one_of(
-    st.sampled_from(SDK_TYPES + ("", "_agents_tool_title")).map(ClaimingStr),
+    st.sampled_from((*SDK_TYPES, "", "_agents_tool_title")).map(ClaimingStr),
     st.sampled_from(["t", "type", "_agents_tool_title"]).map(AlwaysEqual),
     st.binary(max_size=3).map(ClaimingBytes),
 )

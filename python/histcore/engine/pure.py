@@ -278,7 +278,7 @@ def _encode_float(value: float) -> str:
     return float.__repr__(value)
 
 
-def _encode(value: Any, out: list[str], depth: int, top: bool = False) -> None:
+def _encode(value: Any, out: list[str], depth: int, top: bool = False) -> None:  # noqa: C901 (one flat branch per JSON kind)
     """Append the canonical text of ``value``; ``top`` for an item's own payload, whose
     metadata keys are dropped."""
     if isinstance(value, str):
@@ -441,7 +441,7 @@ def plain_json_copy(items: Iterable[Any], *, allow_shared: bool = False) -> list
         if _is_plain_scalar(value):
             return value
         kind = type(value)
-        if kind is not dict and kind is not list or depth >= MAX_DEPTH:
+        if (kind is not dict and kind is not list) or depth >= MAX_DEPTH:
             raise _NotPlain
         containers += 1
         if containers > budget:

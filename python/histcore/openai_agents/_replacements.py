@@ -44,6 +44,7 @@ __all__ = [
     "JsonModule",
     "all_dicts",
     "dict_copies",
+    "holds_any",
     "like",
     "make_clone_original_input",
     "make_dedupe_key",
@@ -53,7 +54,6 @@ __all__ = [
     "make_fingerprint_input_item",
     "make_normalize_input_items_for_api",
     "make_to_dump_compatible",
-    "holds_any",
     "stripped_keys",
 ]
 

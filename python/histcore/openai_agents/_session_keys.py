@@ -97,7 +97,7 @@ def canonical_key_setup(stripped: frozenset[str] | None) -> frozenset[str] | Non
 class Call:
     """What one ``prepare_input_with_session`` call knows about its keys."""
 
-    __slots__ = ("captured", "canonical", "decided", "extra_stripped", "keys", "module", "pinned")
+    __slots__ = ("canonical", "captured", "decided", "extra_stripped", "keys", "module", "pinned")
 
     def __init__(self, module: ModuleType, extra_stripped: frozenset[str] | None) -> None:
         self.module = module

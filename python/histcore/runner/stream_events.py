@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from histcore.runner.tool import ToolApprovalItem
 
-__all__ = ["RawResponsesStreamEvent", "RunItemStreamEvent", "RunItemEventName", "StreamEvent"]
+__all__ = ["RawResponsesStreamEvent", "RunItemEventName", "RunItemStreamEvent", "StreamEvent"]
 
 RunItemEventName = Literal[
     "message_output_created",

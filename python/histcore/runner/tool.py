@@ -206,7 +206,7 @@ def _decode_arguments(text: str) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-def _plain_arguments(value: Any, path: str, depth: int) -> Any:
+def _plain_arguments(value: Any, path: str, depth: int) -> Any:  # noqa: C901 (one flat branch per JSON kind)
     """A JSON-data copy of ``value`` that ``json`` writes and reads back unchanged."""
     kind = type(value)
     if kind is str or kind is bool or value is None:
@@ -451,7 +451,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(" ".join(summary).split()), params
 
 
-def _schema_for(annotation: Any, where: str) -> tuple[dict[str, Any], _Converter, bool]:
+def _schema_for(annotation: Any, where: str) -> tuple[dict[str, Any], _Converter, bool]:  # noqa: C901 (one flat branch per JSON kind)
     """JSON schema, argument converter and strict-mode compatibility of a type hint."""
     if annotation is Any:
         return {}, _identity, False

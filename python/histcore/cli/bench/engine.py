@@ -24,13 +24,13 @@ from histcore.engine import pure as _pure
 
 __all__ = [
     "BASELINES",
-    "Backend",
     "DEFAULT_SIZES",
     "HUGE_SIZE",
     "OPERATIONS",
     "QUADRATIC_REFERENCE_LIMIT",
     "SHAPES",
     "TARGET_SIZE",
+    "Backend",
     "BaselineResult",
     "CaseResult",
     "CorrectnessError",

@@ -342,7 +342,7 @@ def run_benchmark(
     workdir: str | None = None,
 ) -> SdkBenchResult:
     """Check, then time turns and helpers at each size. Raises CorrectnessError."""
-    out = progress if progress is not None else open(os.devnull, "w")  # noqa: SIM115
+    out = progress if progress is not None else open(os.devnull, "w")
     profile = None
     if BACKEND == "rust":
         profile = str(importlib.import_module("histcore._core").build_profile)
