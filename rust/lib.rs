@@ -65,7 +65,7 @@ mod _core {
 
     // --- dedupe keys -----------------------------------------------------------------
 
-    /// Identity key of an item, or None when it never collapses (see DESIGN.md).
+    /// Identity key of an item, or None when it never collapses (see docs/design.md).
     #[pyfunction]
     #[pyo3(signature = (item, *extra), text_signature = "(item)")]
     fn dedupe_key<'py>(
@@ -121,7 +121,7 @@ mod _core {
         items.pick(&kept)
     }
 
-    /// One item per key holding its latest value, anchored per DESIGN.md.
+    /// One item per key holding its latest value, anchored per docs/design.md.
     ///
     /// Precursors (calls, approval requests, reasoning) stay at their earliest position,
     /// every other keyed item at its latest one; unkeyed items stay where they are.
@@ -143,7 +143,7 @@ mod _core {
 
     // --- canonical content form ------------------------------------------------------
 
-    /// The canonical JSON encoding of an item's content (see DESIGN.md).
+    /// The canonical JSON encoding of an item's content (see docs/design.md).
     #[pyfunction]
     #[pyo3(signature = (item, *extra), text_signature = "(item)")]
     fn canonical_json<'py>(
@@ -319,7 +319,7 @@ mod _core {
 
     // --- session-callback classification ---------------------------------------------
 
-    /// Classify what a session input callback returned (DESIGN.md, rules 1-6).
+    /// Classify what a session input callback returned (docs/design.md, rules 1-6).
     ///
     /// ``history`` and ``new_items`` are the copies the callback received, ``combined``
     /// what it returned. Returns ``(history_positions, persisted_positions)``: ascending

@@ -26,7 +26,7 @@ from tests.support.strategies import (
 PROPERTY = settings(max_examples=150, deadline=None)
 
 
-# --- DESIGN.md examples --------------------------------------------------------------
+# --- docs/design.md examples --------------------------------------------------------------
 
 
 def test_repeated_call_keeps_earliest_position_with_latest_value(engine: ModuleType) -> None:

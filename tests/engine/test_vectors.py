@@ -1,7 +1,7 @@
 """Golden vectors (tests/vectors/*.json), checked case by case on every engine.
 
 The same files are read by the Rust crate's ``cargo test``; their expected values were
-derived from DESIGN.md by hand, so they pin the contract rather than either engine.
+derived from docs/design.md by hand, so they pin the contract rather than either engine.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The RunState contract (DESIGN.md "RunState and resume") on ``Runner.run`` and
+"""The RunState contract (docs/design.md "RunState and resume") on ``Runner.run`` and
 ``Runner.run_streamed``: resuming never changes the state, resumes are independent,
 results and states share no lists, approvals survive serialisation, and a resume
 copies the history once."""

@@ -1,4 +1,4 @@
-"""prepare_input_with_session: model input and persisted items (DESIGN.md rules 1-6)."""
+"""prepare_input_with_session: model input and persisted items (docs/design.md rules 1-6)."""
 
 from __future__ import annotations
 

@@ -181,7 +181,7 @@ def _key_of(payload: Any) -> tuple[str | None, bool]:
 
 
 def dedupe_key(item: Any) -> str | None:
-    """Identity key of an item, or None when it never collapses (see DESIGN.md)."""
+    """Identity key of an item, or None when it never collapses (see docs/design.md)."""
     return _key_of(_dumped(item))[0]
 
 
@@ -208,7 +208,7 @@ def deduplicate_input_items(items: Iterable[Any]) -> list[Any]:
 
 
 def deduplicate_input_items_preferring_latest(items: Iterable[Any]) -> list[Any]:
-    """One item per key holding its latest value, anchored per DESIGN.md.
+    """One item per key holding its latest value, anchored per docs/design.md.
 
     Precursors (calls, approval requests, reasoning) stay at their earliest position,
     every other keyed item at its latest one; unkeyed items stay where they are.
@@ -342,7 +342,7 @@ def _canonical_text(item: Any) -> str:
 
 
 def canonical_json(item: Any) -> bytes:
-    """The canonical JSON encoding of an item's content (see DESIGN.md)."""
+    """The canonical JSON encoding of an item's content (see docs/design.md)."""
     return _canonical_text(item).encode("utf-8")
 
 
@@ -697,7 +697,7 @@ def _drop_reasoning_before_orphans(
 def classify_callback_output(
     history: Iterable[Any], new_items: Iterable[Any], combined: Iterable[Any]
 ) -> tuple[list[int], list[int]]:
-    """Classify what a session input callback returned (DESIGN.md, rules 1-6).
+    """Classify what a session input callback returned (docs/design.md, rules 1-6).
 
     ``history`` and ``new_items`` are the copies the callback received, ``combined``
     what it returned. Returns ``(history_positions, persisted_positions)``: ascending

@@ -78,7 +78,7 @@ MAX_LEVELS = 200
 _CONTAINERS: frozenset[type] = frozenset({dict, list, tuple})
 _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 _KEYABLE: frozenset[type] = _SCALARS | _CONTAINERS
-#: What canonical_json drops from an item (DESIGN.md), and keys the SDK may strip.
+#: What canonical_json drops from an item (docs/design.md), and keys the SDK may strip.
 _CANONICAL_DROPS = frozenset({"_agents_tool_description", "_agents_tool_title"})
 
 

@@ -1,5 +1,5 @@
 """``Runner``: the agent loop. It owns the order of a turn's steps so the history
-contracts of DESIGN.md hold end to end:
+contracts of docs/design.md hold end to end:
 
 1. prepare the input (first turn of a fresh run: session history + new input through
    ``session_input_callback``);

@@ -1,4 +1,4 @@
-"""Session-input preparation and turn persistence (DESIGN.md, "Session input preparation").
+"""Session-input preparation and turn persistence (docs/design.md, "Session input preparation").
 
 ``prepare_input_with_session`` turns a turn's new input plus the session history into
 the model input and the items this turn must persist; ``save_turn_to_session``
@@ -144,7 +144,7 @@ async def prepare_input_with_session(
     copies of both, may change them, and returns the model input list (or an awaitable
     of it); each returned item is classified as history (not persisted), a new item
     (persisted once, at its first position), a repeat, or an item the callback made up
-    (persisted), by identity first and then by content (DESIGN.md, rules 1-6).
+    (persisted), by identity first and then by content (docs/design.md, rules 1-6).
 
     The model input then has its orphan tool calls pruned among the history positions
     (and, when a limit cut the history, outputs whose call fell outside it), the SDK's
