@@ -32,7 +32,7 @@ import histcore.runner.run
 import histcore.runner.run_state
 from histcore import Agent, Runner, RunState, function_tool
 from histcore.cli.bench.generate import generate_history
-from histcore.items import deduplicate_input_items_preferring_latest
+from histcore.items import deduplicate_input_items_preferring_latest, repair_input
 from histcore.testing import ScriptedModel, function_call, text_message
 
 SMOKE_SIZES = (1_000,)
@@ -114,8 +114,10 @@ def _check_resume(scenario: Scenario, result: Any) -> None:
     state = scenario.state
     assert result.final_output == "Done."
     assert len(result.new_items) == len(state.generated_items) + 2
-    expected_input = deduplicate_input_items_preferring_latest(
-        [*scenario.history, *result.new_items[:-1]]
+    conversation = [*scenario.history, *result.new_items[:-1]]
+    # The runner repairs what it sends (the model never gets an input the API rejects).
+    expected_input = repair_input(
+        deduplicate_input_items_preferring_latest(conversation), history=conversation
     )
     assert scenario.model.last_input == expected_input
     assert state.to_string() == scenario.checkpoint  # the state is untouched
@@ -139,7 +141,9 @@ def test_fresh_turn(benchmark: Any, scenario: Scenario, size: int) -> None:
     result = scenario.fresh()
     assert result.final_output == "Done."
     assert result.new_items == ANSWER
-    assert scenario.model.last_input == deduplicate_input_items_preferring_latest(scenario.history)
+    assert scenario.model.last_input == repair_input(
+        deduplicate_input_items_preferring_latest(scenario.history), history=scenario.history
+    )
     benchmark.pedantic(scenario.fresh, setup=scenario.prepare, rounds=_rounds(size))
 
 
