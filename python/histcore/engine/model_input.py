@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from histcore.engine.backend import engine
-from histcore.engine.pure_input import PROBLEM_KINDS, unit_roots
+from histcore.engine.pure_input import PROBLEM_KINDS, USER_SIDE_ROLES, _text, unit_roots
 
 __all__ = [
     "PROBLEM_KINDS",
@@ -116,4 +116,4 @@ def drop_units(items: list[Any], positions: Iterable[int]) -> list[Any]:
 
 
 def _is_user_message(item: Any) -> bool:
-    return isinstance(item, dict) and dict.get(item, "role") in ("user", "system", "developer")
+    return isinstance(item, dict) and _text(dict.get(item, "role")) in USER_SIDE_ROLES

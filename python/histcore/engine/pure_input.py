@@ -18,7 +18,7 @@ from typing import Any
 
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, FAKE_ID, OUTPUT_TYPES
 
-__all__ = ["PROBLEM_KINDS", "input_problems", "repair_input", "unit_roots"]
+__all__ = ["PROBLEM_KINDS", "USER_SIDE_ROLES", "input_problems", "repair_input", "unit_roots"]
 
 #: Every kind ``input_problems`` reports, with the rule letter of docs/design.md.
 PROBLEM_KINDS = {
@@ -33,7 +33,8 @@ PROBLEM_KINDS = {
 _OUTPUT_TO_CALL = {output: call for call, output in CALL_TO_OUTPUT_TYPE.items()}
 # Items the user side supplies: a reasoning item never produced one of these.
 _NOT_PRODUCED_TYPES = OUTPUT_TYPES | {"mcp_approval_response", "item_reference"}
-_USER_SIDE_ROLES = frozenset({"user", "system", "developer"})
+#: Roles of the messages a repair never drops.
+USER_SIDE_ROLES = frozenset({"user", "system", "developer"})
 
 # Per-item facts, one small int each, so the passes compare ints instead of strings.
 _OTHER, _REASONING, _CALL, _OUTPUT, _USER, _PRODUCED = range(6)
@@ -72,14 +73,13 @@ def _text(value: Any) -> str | None:
 class _Facts:
     """What the rules need of each item: its class, pair key and id."""
 
-    __slots__ = ("caller", "ids", "kinds", "pairs", "pending_hosted", "types")
+    __slots__ = ("caller", "ids", "kinds", "pairs", "pending_hosted")
 
     def __init__(self, items: list[Any]) -> None:
         length = len(items)
         self.kinds = [_OTHER] * length
         self.pairs: list[tuple[str, str] | None] = [None] * length
         self.ids: list[str | None] = [None] * length
-        self.types: list[str | None] = [None] * length
         self.caller: list[str | None] = [None] * length
         self.pending_hosted = [False] * length
         for position, item in enumerate(items):
@@ -93,12 +93,11 @@ class _Facts:
         item_id = _text(dict.get(payload, "id"))
         if item_id is not None and item_id != FAKE_ID:
             self.ids[position] = item_id
-        self.types[position] = kind
         caller = dict.get(payload, "caller")
         if isinstance(caller, dict) and dict.get(caller, "type") == "program":
             self.caller[position] = _text(dict.get(caller, "caller_id"))
         if role is not None:
-            user_side = _text(role) in _USER_SIDE_ROLES
+            user_side = _text(role) in USER_SIDE_ROLES
             self.kinds[position] = _USER if user_side else _PRODUCED
             return
         call_id = _text(dict.get(payload, "call_id"))
