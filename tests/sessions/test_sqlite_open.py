@@ -106,8 +106,11 @@ async def test_a_locked_file_never_stalls_the_event_loop(db: Path, journal_mode:
             # ... and whatever waits for the lock does so in a worker thread.
             with pytest.raises(SessionError, match="locked"):
                 await session.add_items([user("c")])
-            with pytest.raises(SessionError, match="locked"):
-                await SQLiteSession("s", db, busy_timeout=0.5).pop_item()
+            with (
+                SQLiteSession("s", db, busy_timeout=0.5) as other,
+                pytest.raises(SessionError, match="locked"),
+            ):
+                await other.pop_item()
         assert ticker.ticks >= 10 and ticker.longest < 0.5, (ticker.ticks, ticker.longest)  # noqa: PT018
         session.close()
     with SQLiteSession("s", db) as after:
