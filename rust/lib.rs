@@ -44,11 +44,16 @@ mod _core {
     use crate::py::content::{content_key_of, ListContentKeys};
     use crate::py::deepcopy::{Copier, PlainCopier};
     use crate::py::encode::Encoder;
-    use crate::py::extract::{item_key, key_ids, Reader};
+    use crate::py::extract::{
+        all_screened, item_key, key_ids, screened_payload, KeyFields, Reader,
+    };
     use crate::py::gil::maybe_detach;
     use crate::py::input_rules::{self, ListArg};
     use crate::py::orphans;
     use crate::py::text::{str_bytes, to_py_string};
+
+    #[pymodule_export]
+    use crate::py::watch::NameWatch;
 
     #[pymodule_export]
     const MAX_DEPTH: usize = canonical::MAX_DEPTH;
@@ -103,6 +108,56 @@ mod _core {
                 },
             )
         })
+    }
+
+    /// ``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
+    /// construction, else NotImplemented: for anything but an exact dict whose ``type`` is
+    /// a str or missing and whose id fields hold no str subclass.
+    #[pyfunction]
+    fn screened_dedupe_key<'py>(
+        py: Python<'py>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let Some(payload) = screened_payload(item)? else {
+            return Ok(py.NotImplemented().into_bound(py));
+        };
+        let mut builder = KeyBuilder::reuse();
+        let key = match builder.build(&mut KeyFields { payload: &payload })? {
+            Some(_) => to_py_string(py, builder.key()).map(Bound::into_any),
+            None => Ok(py.None().into_bound(py)),
+        };
+        builder.recycle();
+        key
+    }
+
+    /// The dedupe of an exact list whose every item passes ``screened_dedupe_key``'s
+    /// screen (first wins, or ``preferring_latest``), else NotImplemented.
+    #[pyfunction]
+    #[pyo3(signature = (items, preferring_latest = false))]
+    fn screened_deduplicate<'py>(
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        preferring_latest: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if !items.is_exact_instance_of::<PyList>() {
+            return Ok(py.NotImplemented().into_bound(py));
+        }
+        let items = Items::of(items, "items")?;
+        if !all_screened(&items)? {
+            return Ok(py.NotImplemented().into_bound(py));
+        }
+        let (keys, key_count) = key_ids(&items)?;
+        let picked = if preferring_latest {
+            let slots = maybe_detach(py, items.len(), || {
+                dedupe::preferring_latest(&keys, key_count)
+            });
+            items.pick(&slots)?
+        } else {
+            let ids: Vec<Option<u32>> = keys.iter().map(|key| key.map(|key| key.id)).collect();
+            let kept = maybe_detach(py, items.len(), || dedupe::first_wins(&ids, key_count));
+            items.pick(&kept)?
+        };
+        Ok(picked.into_any())
     }
 
     /// Keep the first occurrence (value and position) of every key.

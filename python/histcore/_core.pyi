@@ -1,10 +1,11 @@
 """Type stub for the compiled engine ``histcore._core`` (checked by mypy.stubtest)."""
 
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, final
 
 __all__ = [
     "MAX_DEPTH",
+    "NameWatch",
     "build_profile",
     "canonical_json",
     "classify_callback_output",
@@ -20,6 +21,8 @@ __all__ = [
     "long_integer_candidates",
     "plain_json_copy",
     "repair_input",
+    "screened_dedupe_key",
+    "screened_deduplicate",
     "sorted_json_text",
 ]
 
@@ -50,3 +53,18 @@ def input_problems(
 ) -> list[tuple[int, str, str | None]]: ...
 def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]: ...
 def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | None: ...
+def screened_dedupe_key(item: Any) -> Any: ...
+def screened_deduplicate(items: Any, preferring_latest: bool = False) -> Any: ...
+
+@final
+class NameWatch:
+    def __new__(
+        cls,
+        lookups: Iterable[tuple[dict[str, Any], Sequence[str]]],
+        contents: Iterable[tuple[dict[str, Any], str]] | None = None,
+    ) -> NameWatch: ...
+    @property
+    def armed(self) -> bool: ...
+    def arm(self) -> None: ...
+    def disarm(self) -> None: ...
+    def intact(self) -> bool: ...

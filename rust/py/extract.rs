@@ -246,3 +246,43 @@ pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
     strings.recycle();
     Ok((keys, key_count))
 }
+
+/// `item` as a dict payload when histcore's dedupe key of it is, by construction, the one
+/// the SDK's `_dedupe_key` computes: an exact dict whose `type` is a str (exact) or
+/// missing/None, and whose id fields hold no str subclass (the SDK formats `type` and
+/// those ids with an f-string and looks `type` up in sets, which a subclass or another
+/// type may answer its own way). None otherwise: the caller's original runs.
+pub fn screened_payload<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<DictPayload<'py>>> {
+    if !item.is_exact_instance_of::<PyDict>() {
+        return Ok(None);
+    }
+    let py = item.py();
+    let payload = DictPayload { dict: item.clone() };
+    if let Some(kind) = payload.lookup(intern!(py, "type"))? {
+        if !kind.is_exact_instance_of::<PyString>() {
+            return Ok(None);
+        }
+    }
+    for name in [
+        intern!(py, "call_id"),
+        intern!(py, "id"),
+        intern!(py, "approval_request_id"),
+    ] {
+        if let Some(value) = payload.lookup(name)? {
+            if !value.is_exact_instance_of::<PyString>() && value.is_instance_of::<PyString>() {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(payload))
+}
+
+/// Whether every item of `items` passes `screened_payload`.
+pub fn all_screened(items: &Items<'_>) -> PyResult<bool> {
+    for item in items.iter() {
+        if screened_payload(&item?)?.is_none() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

@@ -1,7 +1,8 @@
 //! What reads and builds Python objects: argument lists (`args`), the payload and fields of
 //! an item (`extract`), canonical encoding (`encode`) and content keys (`content`), copies
-//! (`deepcopy`), `str` text (`text`), `json.dumps(sort_keys=True)` text (`sorted_json`), orphan-pruning facts (`orphans`), and when the GIL
-//! is released (`gil`). The rules themselves are in `crate::core`.
+//! (`deepcopy`), `str` text (`text`), `json.dumps(sort_keys=True)` text (`sorted_json`),
+//! orphan-pruning facts (`orphans`), when the GIL is released (`gil`), and the identity
+//! checks of a drop-in replacement (`watch`). The rules themselves are in `crate::core`.
 
 pub mod args;
 pub mod content;
@@ -13,3 +14,4 @@ pub mod input_rules;
 pub mod orphans;
 pub mod sorted_json;
 pub mod text;
+pub mod watch;

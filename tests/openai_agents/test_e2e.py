@@ -194,7 +194,9 @@ def test_runner_results_are_identical_with_install(
 
     hits = Hits(monkeypatch)
     # Bound at install time: spy before installing.
-    hits.spy(histcore.engine.items, "deduplicate_input_items_preferring_latest")
+    hits.spy(
+        histcore.engine.items, "screened_deduplicate", useful=lambda r: r is not NotImplemented
+    )
     hits.spy(histcore.engine.items, "drop_orphan_function_calls")
     hits.spy(_replacements, "dump_compatible_copy", useful=lambda r: r is not None)
     hits.spy(_replacements, "deep_copy", useful=lambda r: r is not None)
@@ -209,7 +211,7 @@ def test_runner_results_are_identical_with_install(
     assert all('"call_id": "dangling"' not in text for text in plain.model_inputs)
     assert len(plain.model_inputs) == 2 * len(SCRIPT)
     expected_paths = {
-        "deduplicate_input_items_preferring_latest",
+        "screened_deduplicate",
         "drop_orphan_function_calls",
         "dump_compatible_copy",
         "deep_copy",

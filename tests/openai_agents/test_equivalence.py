@@ -306,13 +306,8 @@ def assert_same_copy(expected: tuple[str, Any], actual: tuple[str, Any]) -> None
 # --- dedupe ----------------------------------------------------------------------------
 
 REPLACED_KEY = fast.make_dedupe_key(sdk_items._dedupe_key)
-REPLACED_FIRST_WINS = fast.make_deduplicate(
-    sdk_items.deduplicate_input_items, engine.deduplicate_input_items
-)
-REPLACED_LATEST = fast.make_deduplicate(
-    sdk_items.deduplicate_input_items_preferring_latest,
-    engine.deduplicate_input_items_preferring_latest,
-)
+REPLACED_FIRST_WINS = fast.make_deduplicate(sdk_items.deduplicate_input_items, False)
+REPLACED_LATEST = fast.make_deduplicate(sdk_items.deduplicate_input_items_preferring_latest, True)
 
 
 @SETTINGS
@@ -339,26 +334,30 @@ def test_latest_value_dedupe_matches_sdk(items: list[Any]) -> None:
 
 
 def test_dedupe_takes_histcore_path_on_sdk_shaped_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
+    answered: list[bool] = []
+    screened = fast.engine.screened_deduplicate
 
-    def spy(items: list[Any]) -> list[Any]:
-        calls.append(len(items))
-        return engine.deduplicate_input_items_preferring_latest(items)
+    def spy(items: list[Any], preferring_latest: bool = False) -> Any:
+        result = screened(items, preferring_latest)
+        answered.append(result is not NotImplemented)
+        return result
 
-    replaced = fast.make_deduplicate(sdk_items.deduplicate_input_items_preferring_latest, spy)
+    monkeypatch.setattr(fast.engine, "screened_deduplicate", spy)
+    replaced = fast.make_deduplicate(sdk_items.deduplicate_input_items_preferring_latest, True)
     history = [
         {"type": "function_call", "call_id": "c1", "v": 1},
         {"type": "function_call_output", "call_id": "c1"},
         {"type": "function_call", "call_id": "c1", "v": 2},
     ]
     assert replaced(history) == [history[2], history[1]]
-    assert calls == [3]
-    # A str enum as a type is formatted by the SDK's f-string: its path, not ours.
+    assert answered == [True]
+    # A str enum as a type is formatted by the SDK's f-string: the engine declines it and
+    # the SDK's own function answers.
     odd = [{"type": Kind.CALL, "call_id": "c1"}, {"type": Kind.CALL, "call_id": "c1"}]
     assert_same_objects(
         outcome(sdk_items.deduplicate_input_items_preferring_latest, odd), outcome(replaced, odd)
     )
-    assert calls == [3]
+    assert answered == [True, False]
 
 
 # --- orphan pruning --------------------------------------------------------------------

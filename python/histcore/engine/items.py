@@ -23,12 +23,16 @@ deep_copy_items = engine.deep_copy_items
 plain_json_copy = engine.plain_json_copy
 classify_callback_output = engine.classify_callback_output
 sorted_json_text = engine.sorted_json_text
+screened_dedupe_key = engine.screened_dedupe_key
+screened_deduplicate = engine.screened_deduplicate
+NameWatch = engine.NameWatch
 MAX_DEPTH: int = engine.MAX_DEPTH
 
 __all__ = [
     "BACKEND",
     "MAX_DEPTH",
     "InputProblem",
+    "NameWatch",
     "canonical_json",
     "classify_callback_output",
     "content_key",
@@ -42,5 +46,7 @@ __all__ = [
     "input_problems",
     "plain_json_copy",
     "repair_input",
+    "screened_dedupe_key",
+    "screened_deduplicate",
     "sorted_json_text",
 ]

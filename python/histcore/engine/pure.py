@@ -34,6 +34,7 @@ from histcore.engine.vocabulary import (
 
 __all__ = [
     "MAX_DEPTH",
+    "NameWatch",
     "canonical_json",
     "classify_callback_output",
     "content_key",
@@ -48,6 +49,8 @@ __all__ = [
     "long_integer_candidates",
     "plain_json_copy",
     "repair_input",
+    "screened_dedupe_key",
+    "screened_deduplicate",
     "sorted_json_text",
 ]
 
@@ -842,3 +845,11 @@ def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | N
     if skip and type(value) is dict:
         value = {key: member for key, member in value.items() if key not in skip}
     return json.dumps(value, sort_keys=True, default=str)
+
+
+# The drop-in support reads the functions above: imported once they exist.
+from histcore.engine.pure_dropin import (  # noqa: E402
+    NameWatch,
+    screened_dedupe_key,
+    screened_deduplicate,
+)

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from histcore.engine import items as engine
 from histcore.engine.vocabulary import (
     CALL_TO_OUTPUT_TYPE,
     PRECURSOR_TYPES,
@@ -119,15 +118,11 @@ GROUPS: tuple[Group, ...] = (
             ),
             Target(
                 "deduplicate_input_items",
-                lambda original, _, __, watch: fast.make_deduplicate(
-                    original, engine.deduplicate_input_items, watch
-                ),
+                lambda original, _, __, watch: fast.make_deduplicate(original, False, watch),
             ),
             Target(
                 "deduplicate_input_items_preferring_latest",
-                lambda original, _, __, watch: fast.make_deduplicate(
-                    original, engine.deduplicate_input_items_preferring_latest, watch
-                ),
+                lambda original, _, __, watch: fast.make_deduplicate(original, True, watch),
             ),
         ),
     ),

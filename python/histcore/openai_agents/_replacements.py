@@ -26,11 +26,11 @@ from __future__ import annotations
 import copy as stdlib_copy
 import functools
 import json as stdlib_json
-from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, compress, repeat
+from collections.abc import Callable, Sequence
+from itertools import compress, repeat
 from operator import is_not
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from histcore.engine import items as engine
 from histcore.engine.collector import collector_paused
@@ -69,11 +69,10 @@ def _always() -> bool:
 def intact(watch: Watch | None) -> Callable[[], bool]:
     """The check a replacement makes before taking its own path: that nothing its
     original looks up was rebound (``_watch``). Without a watch, always true."""
-    return _always if watch is None else watch.intact
+    return _always if watch is None else watch.check.intact
 
 
 _STR_OR_NONE = frozenset({str, type(None)})
-_ID_FIELDS = ("call_id", "id", "approval_request_id")
 
 
 def _field_types(items: list[dict[str, Any]], field: str) -> set[type]:
@@ -84,49 +83,23 @@ def all_dicts(items: list[Any]) -> bool:
     return not items or set(map(type, items)) == {dict}
 
 
-def _no_str_subclass(kinds: Iterable[type]) -> bool:
-    return all(kind is str or not issubclass(kind, str) for kind in kinds)
-
-
-def _keyable(items: list[Any]) -> bool:
-    """Whether histcore's dedupe keys are the SDK's for every item of ``items``."""
-    if not all_dicts(items) or not _field_types(items, "type") <= _STR_OR_NONE:
-        return False
-    get = dict.get
-    ids = chain.from_iterable(map(get, items, repeat(field)) for field in _ID_FIELDS)
-    return _no_str_subclass(set(map(type, ids)))
-
-
-def _keyable_item(item: Any) -> bool:
-    if type(item) is not dict:
-        return False
-    get = item.get
-    if type(get("type")) not in _STR_OR_NONE:
-        return False
-    # A str subclass in an id field is formatted by the SDK's f-string: its own path.
-    value = get("call_id")
-    if type(value) is not str and isinstance(value, str):
-        return False
-    value = get("id")
-    if type(value) is not str and isinstance(value, str):
-        return False
-    value = get("approval_request_id")
-    return type(value) is str or not isinstance(value, str)
-
-
 # --- dedupe ------------------------------------------------------------------------
+# The engine screens the input itself (``screened_*``: NotImplemented for what it cannot
+# answer exactly as the SDK does), so no Python pass runs over the items first.
 
 
 def make_dedupe_key(
     original: Callable[[Any], str | None], watch: Watch | None = None
 ) -> Callable[[Any], str | None]:
     unchanged = intact(watch)
+    screened_key = engine.screened_dedupe_key
 
     @like(original)
     def _dedupe_key(item: Any) -> str | None:
-        if _keyable_item(item) and unchanged():
-            key: str | None = engine.dedupe_key(item)
-            return key
+        if unchanged():
+            key = screened_key(item)
+            if key is not NotImplemented:
+                return cast("str | None", key)
         return original(item)
 
     return _dedupe_key
@@ -134,16 +107,19 @@ def make_dedupe_key(
 
 def make_deduplicate(
     original: Callable[[Sequence[Any]], list[Any]],
-    histcore_version: Callable[[Iterable[Any]], list[Any]],
+    preferring_latest: bool,
     watch: Watch | None = None,
 ) -> Callable[[Sequence[Any]], list[Any]]:
-    """A dedupe (first-wins or latest-value) running histcore's on keyable lists."""
+    """A dedupe (first-wins, or latest-value) running the engine's on lists it screens."""
     unchanged = intact(watch)
+    screened = engine.screened_deduplicate
 
     @like(original)
     def deduplicate(items: Sequence[Any]) -> list[Any]:
-        if type(items) is list and unchanged() and _keyable(items):
-            return histcore_version(items)
+        if unchanged():
+            result = screened(items, preferring_latest)
+            if result is not NotImplemented:
+                return cast("list[Any]", result)
         return original(items)
 
     return deduplicate

@@ -11,8 +11,8 @@ global its code names, followed through the SDK functions it calls (in whatever
 module they live) and into the attributes it names on the standard library modules it
 uses (``json.dumps``, ``copy.deepcopy``). ``install()`` arms the watches once every
 group is bound, noting the object each name holds then; each call compares them by
-identity (a C-level pass over a few dozen names, not per-item work) and, when any
-differs, the replacement calls the SDK's original, which then sees the rebinding.
+identity (the engine's ``NameWatch``: a few dict lookups in Rust, not per-item work)
+and, when any differs, the replacement calls the SDK's original, which then sees the rebinding.
 An unarmed watch (during install, or after a failed one) also sends calls to the
 original.
 """
@@ -22,8 +22,9 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Iterable
 from itertools import repeat
-from operator import is_
 from typing import Any
+
+from histcore.engine import items as engine
 
 __all__ = ["Watch", "looked_up"]
 
@@ -94,17 +95,11 @@ def looked_up(
     return list(found.values())
 
 
-def _snapshot(value: Any) -> Any:
-    """A copy of a mutable builtin container (compared with ``==`` later), else itself."""
-    if type(value) in (dict, list, set):
-        return type(value)(value)
-    return value
-
-
 class Watch:
-    """Identity checks over the (namespace, name) pairs a helper's original reads."""
+    """Identity checks over the (namespace, name) pairs a helper's original reads, made
+    by the engine's ``NameWatch`` (a few dict lookups per call on the Rust engine)."""
 
-    __slots__ = ("_checks", "_contents", "_lookups", "_mutable", "armed")
+    __slots__ = ("_lookups", "check")
 
     def __init__(
         self,
@@ -115,10 +110,8 @@ class Watch:
         for namespace, name in lookups:
             grouped.setdefault(id(namespace), (namespace, []))[1].append(name)
         self._lookups = tuple((namespace, tuple(names)) for namespace, names in grouped.values())
-        self._mutable = tuple(contents)
-        self._checks: tuple[tuple[Callable[[str], Any], tuple[str, ...], tuple[Any, ...]], ...] = ()
-        self._contents: tuple[tuple[Namespace, str, Any], ...] = ()
-        self.armed = False
+        #: The engine's check; ``check.intact`` is what a replacement calls.
+        self.check = engine.NameWatch(self._lookups, tuple(contents))
 
     @classmethod
     def over(
@@ -129,36 +122,25 @@ class Watch:
     ) -> Watch:
         """A watch over what ``functions`` look up (``looked_up``) and ``extra``; the
         ``contents`` names (mutable constants such as a dict of types) are also
-        compared by value, so a change made in place is noticed too."""
+        compared member by member, so a change made in place is noticed too."""
         contents = tuple(contents)
         return cls(looked_up(functions, [*extra, *contents]), contents)
 
+    @property
+    def armed(self) -> bool:
+        return bool(self.check.armed)
+
     def arm(self) -> None:
         """Note what every watched name holds now (``install()``, after binding)."""
-        self._checks = tuple(
-            (namespace.get, names, tuple(map(namespace.get, names)))
-            for namespace, names in self._lookups
-        )
-        self._contents = tuple(
-            (namespace, name, _snapshot(namespace.get(name))) for namespace, name in self._mutable
-        )
-        self.armed = True
+        self.check.arm()
 
     def disarm(self) -> None:
-        self.armed = False
+        self.check.disarm()
 
     def intact(self) -> bool:
         """Whether every watched name still holds the object it held when armed (and
         every watched constant the same value)."""
-        if not self.armed:
-            return False
-        for get, names, expected in self._checks:
-            if not all(map(is_, map(get, names), expected)):
-                return False
-        for namespace, name, value in self._contents:
-            if namespace.get(name) != value:
-                return False
-        return True
+        return bool(self.check.intact())
 
     def names(self) -> list[str]:
         """The watched names, ``module.name`` (for tests and diagnostics)."""

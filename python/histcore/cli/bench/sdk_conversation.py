@@ -47,7 +47,6 @@ from histcore import openai_agents as accelerator
 from histcore.cli.bench.generate import generate_history
 from histcore.cli.bench.timing import Timing, measure_interleaved, timed_call
 from histcore.cli.bench.units import format_seconds, size_label
-from histcore.engine import items as engine
 from histcore.openai_agents import _replacements as fast
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents._versions import sdk_version
@@ -245,13 +244,8 @@ def _helper_cases(
 ) -> list[tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], bool]]]:
     """(name, SDK call, histcore call, equal) for every replaced helper."""
     indexes = set(range(len(history)))
-    first_wins = fast.make_deduplicate(
-        sdk_items.deduplicate_input_items, engine.deduplicate_input_items
-    )
-    latest = fast.make_deduplicate(
-        sdk_items.deduplicate_input_items_preferring_latest,
-        engine.deduplicate_input_items_preferring_latest,
-    )
+    first_wins = fast.make_deduplicate(sdk_items.deduplicate_input_items, False)
+    latest = fast.make_deduplicate(sdk_items.deduplicate_input_items_preferring_latest, True)
     orphans = fast.make_drop_orphan_function_calls(sdk_items.drop_orphan_function_calls)
     key = fast.make_dedupe_key(sdk_items._dedupe_key)
     fingerprint = fast.make_fingerprint_input_item(sdk_items.fingerprint_input_item, sdk_items)

@@ -1,0 +1,143 @@
+"""Pure twins of the engine's support for drop-in replacements (``histcore._core``'s
+``screened_dedupe_key``, ``screened_deduplicate`` and ``NameWatch``).
+
+A replacement of a helper of another library asks these on every call: the screened
+functions answer NotImplemented for input whose result the engine cannot promise to be
+the other library's (then its original runs), and a ``NameWatch`` says whether anything
+the original looks up was rebound since the replacement was installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from operator import is_
+from typing import Any
+
+from histcore.engine.pure import (
+    dedupe_key,
+    deduplicate_input_items,
+    deduplicate_input_items_preferring_latest,
+)
+
+__all__ = ["NameWatch", "screened_dedupe_key", "screened_deduplicate"]
+
+_ID_FIELDS = ("call_id", "id", "approval_request_id")
+
+Namespace = dict[str, Any]
+
+
+def _screened(item: Any) -> bool:
+    """An exact dict whose ``type`` is an exact str or missing/None, with no str subclass
+    in an id field: the OpenAI Agents SDK formats ``type`` and the ids with an f-string
+    and looks ``type`` up in sets, which a subclass or another type may answer its own
+    way."""
+    if type(item) is not dict:
+        return False
+    kind = item.get("type")
+    if kind is not None and type(kind) is not str:
+        return False
+    for field in _ID_FIELDS:
+        value = item.get(field)
+        if type(value) is not str and isinstance(value, str):
+            return False
+    return True
+
+
+def screened_dedupe_key(item: Any) -> Any:
+    """``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
+    construction, else NotImplemented: for anything but an exact dict whose ``type`` is
+    a str or missing and whose id fields hold no str subclass."""
+    if not _screened(item):
+        return NotImplemented
+    return dedupe_key(item)
+
+
+def screened_deduplicate(items: Any, preferring_latest: bool = False) -> Any:
+    """The dedupe of an exact list whose every item passes ``screened_dedupe_key``'s
+    screen (first wins, or ``preferring_latest``), else NotImplemented."""
+    if type(items) is not list or not all(map(_screened, items)):
+        return NotImplemented
+    if preferring_latest:
+        return deduplicate_input_items_preferring_latest(items)
+    return deduplicate_input_items(items)
+
+
+def _members(value: Any) -> tuple[Any, ...] | None:
+    """The members of an exact dict (keys and values, interleaved), list or set, in
+    order; None for anything else."""
+    kind = type(value)
+    if kind is dict:
+        return tuple(chain.from_iterable(value.items()))
+    if kind is list or kind is set:
+        return tuple(value)
+    return None
+
+
+def _snapshot(value: Any) -> tuple[Any, tuple[Any, ...] | None]:
+    """What a watched constant holds: a container's type and members (a change made in
+    place shows as another length or another object somewhere), else the object."""
+    found = _members(value)
+    return (value, None) if found is None else (type(value), found)
+
+
+def _matches(snapshot: tuple[Any, tuple[Any, ...] | None], value: Any) -> bool:
+    held, expected = snapshot
+    if expected is None:
+        return value is held
+    found = _members(value) if type(value) is held else None
+    return found is not None and len(found) == len(expected) and all(map(is_, found, expected))
+
+
+class NameWatch:
+    """Whether names in namespaces still hold the objects they held when the watch was
+    armed (and watched constants the same members)."""
+
+    __slots__ = ("_checks", "_constants", "_contents", "_lookups", "armed")
+
+    def __init__(
+        self,
+        lookups: Iterable[tuple[Namespace, Sequence[str]]],
+        contents: Iterable[tuple[Namespace, str]] | None = None,
+    ) -> None:
+        """``lookups``: (namespace, names) pairs compared by identity; ``contents``:
+        (namespace, name) pairs whose contents are also compared, member by member."""
+        self._lookups = tuple((namespace, tuple(names)) for namespace, names in lookups)
+        self._contents = tuple(contents or ())
+        for namespace, _ in (*self._lookups, *self._contents):
+            if not isinstance(namespace, dict):
+                raise TypeError(f"a namespace must be a dict, not {type(namespace).__name__}")
+        self._checks: tuple[tuple[Any, tuple[str, ...], tuple[Any, ...]], ...] = ()
+        self._constants: tuple[tuple[Namespace, str, Any], ...] = ()
+        self.armed = False
+
+    def arm(self) -> None:
+        """Note what every watched name holds now."""
+        self._checks = tuple(
+            (namespace.get, names, tuple(map(namespace.get, names)))
+            for namespace, names in self._lookups
+        )
+        self._constants = tuple(
+            (namespace, name, _snapshot(namespace.get(name))) for namespace, name in self._contents
+        )
+        self.armed = True
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def intact(self) -> bool:
+        """Whether the watch is armed and every watched name still holds the object it
+        held then (every watched constant container the same members, by identity)."""
+        if not self.armed:
+            return False
+        for get, names, expected in self._checks:
+            if not all(map(is_, map(get, names), expected)):
+                return False
+        return all(
+            _matches(snapshot, namespace.get(name)) for namespace, name, snapshot in self._constants
+        )
+
+    def __repr__(self) -> str:
+        names = sum(len(names) for _, names in self._lookups)
+        state = "armed" if self.armed else "unarmed"
+        return f"<NameWatch over {names} names and {len(self._contents)} constants, {state}>"

@@ -1,0 +1,193 @@
+//! `NameWatch`: whether names in namespaces still hold the objects they held when the
+//! watch was armed (and watched constants the same members). A drop-in replacement asks
+//! it on every call before taking its own path, so it has to cost a few dict lookups,
+//! not a Python loop. The pure twin is `histcore.engine.pure_watch.NameWatch`.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PySet, PyString, PyType};
+
+struct Group {
+    namespace: Py<PyDict>,
+    names: Vec<Py<PyString>>,
+    expected: Vec<Py<PyAny>>,
+}
+
+struct Constant {
+    namespace: Py<PyDict>,
+    name: Py<PyString>,
+    snapshot: Snapshot,
+}
+
+/// `namespace.get(name)`: the stored object, or None when the name is missing.
+fn get<'py>(
+    namespace: &Bound<'py, PyDict>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match namespace.get_item(name)? {
+        Some(value) => value,
+        None => namespace.py().None().into_bound(namespace.py()),
+    })
+}
+
+/// What a watched constant held when the watch was armed: for an exact dict, list or set
+/// its members in order (a change made in place shows as another length or another
+/// object somewhere), for anything else the object itself.
+enum Snapshot {
+    Members(Py<PyType>, Vec<Py<PyAny>>),
+    Object(Py<PyAny>),
+}
+
+/// The members of an exact dict (keys and values, interleaved), list or set, in order.
+fn members<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
+    if let Ok(dict) = value.cast_exact::<PyDict>() {
+        return Some(
+            dict.iter()
+                .flat_map(|(key, member)| [key, member])
+                .collect(),
+        );
+    }
+    if let Ok(list) = value.cast_exact::<PyList>() {
+        return Some(list.iter().collect());
+    }
+    if let Ok(set) = value.cast_exact::<PySet>() {
+        return Some(set.iter().collect());
+    }
+    None
+}
+
+impl Snapshot {
+    fn of(value: Bound<'_, PyAny>) -> Self {
+        match members(&value) {
+            Some(found) => Snapshot::Members(
+                value.get_type().unbind(),
+                found.into_iter().map(Bound::unbind).collect(),
+            ),
+            None => Snapshot::Object(value.unbind()),
+        }
+    }
+
+    /// Whether `value` is the same object, or a container of the same type holding the
+    /// same objects in the same order.
+    fn matches(&self, value: &Bound<'_, PyAny>) -> bool {
+        let py = value.py();
+        match self {
+            Snapshot::Object(object) => value.is(object.bind(py)),
+            Snapshot::Members(kind, expected) => {
+                value.get_type().is(kind.bind(py))
+                    && members(value).is_some_and(|found| {
+                        found.len() == expected.len()
+                            && found.iter().zip(expected).all(|(a, b)| a.is(b.bind(py)))
+                    })
+            }
+        }
+    }
+}
+
+/// Whether names in namespaces still hold the objects they held when the watch was
+/// armed (and watched constants the same members).
+#[pyclass(module = "histcore._core")]
+pub struct NameWatch {
+    groups: Vec<Group>,
+    constants: Vec<(Py<PyDict>, Py<PyString>)>,
+    armed_constants: Vec<Constant>,
+    armed: bool,
+}
+
+#[pymethods]
+impl NameWatch {
+    /// `lookups`: (namespace, names) pairs compared by identity (names: any sequence of
+    /// str); `contents`: (namespace, name) pairs whose values are also compared with `==`.
+    #[new]
+    #[pyo3(signature = (lookups, contents = None))]
+    fn new(
+        lookups: Vec<(Bound<'_, PyDict>, Vec<Bound<'_, PyString>>)>,
+        contents: Option<Vec<(Bound<'_, PyDict>, Bound<'_, PyString>)>>,
+    ) -> Self {
+        let groups = lookups
+            .into_iter()
+            .map(|(namespace, names)| Group {
+                namespace: namespace.unbind(),
+                names: names.into_iter().map(Bound::unbind).collect(),
+                expected: Vec::new(),
+            })
+            .collect();
+        let constants = contents
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(namespace, name)| (namespace.unbind(), name.unbind()))
+            .collect();
+        NameWatch {
+            groups,
+            constants,
+            armed_constants: Vec::new(),
+            armed: false,
+        }
+    }
+
+    /// Note what every watched name holds now.
+    fn arm(&mut self, py: Python<'_>) -> PyResult<()> {
+        for group in &mut self.groups {
+            let namespace = group.namespace.bind(py);
+            group.expected = group
+                .names
+                .iter()
+                .map(|name| get(namespace, name.bind(py)).map(Bound::unbind))
+                .collect::<PyResult<_>>()?;
+        }
+        self.armed_constants = self
+            .constants
+            .iter()
+            .map(|(namespace, name)| {
+                let value = get(namespace.bind(py), name.bind(py))?;
+                Ok(Constant {
+                    namespace: namespace.clone_ref(py),
+                    name: name.clone_ref(py),
+                    snapshot: Snapshot::of(value),
+                })
+            })
+            .collect::<PyResult<_>>()?;
+        self.armed = true;
+        Ok(())
+    }
+
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    #[getter]
+    fn armed(&self) -> bool {
+        self.armed
+    }
+
+    /// Whether the watch is armed and every watched name still holds the object it held
+    /// then (every watched constant container the same members, by identity).
+    fn intact(&self, py: Python<'_>) -> PyResult<bool> {
+        if !self.armed {
+            return Ok(false);
+        }
+        for group in &self.groups {
+            let namespace = group.namespace.bind(py);
+            for (name, expected) in group.names.iter().zip(&group.expected) {
+                if !get(namespace, name.bind(py))?.is(expected.bind(py)) {
+                    return Ok(false);
+                }
+            }
+        }
+        for constant in &self.armed_constants {
+            let current = get(constant.namespace.bind(py), constant.name.bind(py))?;
+            if !constant.snapshot.matches(&current) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn __repr__(&self) -> String {
+        let names: usize = self.groups.iter().map(|group| group.names.len()).sum();
+        format!(
+            "<NameWatch over {names} names and {} constants, {}>",
+            self.constants.len(),
+            if self.armed { "armed" } else { "unarmed" }
+        )
+    }
+}

@@ -1,0 +1,148 @@
+"""The engine's support for drop-in replacements: the screened dedupe functions (an
+answer only where it is the OpenAI Agents SDK's by construction, NotImplemented
+elsewhere) and ``NameWatch``, on both engines."""
+
+from __future__ import annotations
+
+import enum
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.strategies import histories, history_items
+
+PROPERTY = settings(max_examples=200, deadline=None)
+
+
+class Kind(str, enum.Enum):
+    CALL = "function_call"
+
+
+class Text(str):
+    pass
+
+
+# Values that must send an item to the original: a str subclass as ``type`` or id, and
+# ``type`` values that are not str at all.
+AWKWARD = st.sampled_from([Kind.CALL, Text("c1"), 3, ("t",), b"function_call", 1.5])
+
+
+@st.composite
+def screened_items(draw: st.DrawFn) -> Any:
+    item = draw(history_items(with_models=True))
+    if type(item) is dict and draw(st.booleans()):
+        item = dict(item)
+        item[draw(st.sampled_from(["type", "call_id", "id", "approval_request_id"]))] = draw(
+            AWKWARD
+        )
+    return item
+
+
+def _expected_screen(item: Any) -> bool:
+    if type(item) is not dict:
+        return False
+    kind = item.get("type")
+    if kind is not None and type(kind) is not str:
+        return False
+    return not any(
+        isinstance(item.get(field), str) and type(item.get(field)) is not str
+        for field in ("call_id", "id", "approval_request_id")
+    )
+
+
+def _outcome(function: Any, *args: Any) -> tuple[str, Any]:
+    try:
+        result = function(*args)
+    except Exception as exc:
+        return "raise", (type(exc), str(exc))
+    if isinstance(result, list):
+        return "list", [id(item) for item in result]
+    return "ok", result
+
+
+@PROPERTY
+@given(item=screened_items())
+def test_screened_dedupe_key_is_the_key_or_not_implemented(
+    pure: ModuleType, core: ModuleType, item: Any
+) -> None:
+    expected = pure.dedupe_key(item) if _expected_screen(item) else NotImplemented
+    assert _outcome(pure.screened_dedupe_key, item) == ("ok", expected)
+    assert _outcome(core.screened_dedupe_key, item) == ("ok", expected)
+
+
+@PROPERTY
+@given(
+    items=st.one_of(histories(max_size=10), st.lists(screened_items(), max_size=8)),
+    latest=st.booleans(),
+)
+def test_screened_deduplicate_matches_between_engines(
+    pure: ModuleType, core: ModuleType, items: list[Any], latest: bool
+) -> None:
+    if all(map(_expected_screen, items)):
+        dedupe = (
+            pure.deduplicate_input_items_preferring_latest
+            if latest
+            else pure.deduplicate_input_items
+        )
+        expected = _outcome(dedupe, items)
+    else:
+        expected = ("ok", NotImplemented)
+    assert _outcome(pure.screened_deduplicate, items, latest) == expected
+    assert _outcome(core.screened_deduplicate, items, latest) == expected
+
+
+def test_screened_deduplicate_declines_what_is_not_an_exact_list(engine: ModuleType) -> None:
+    items = [{"type": "function_call", "call_id": "c1"}] * 2
+
+    class Items(list[Any]):
+        pass
+
+    assert engine.screened_deduplicate(tuple(items)) is NotImplemented
+    assert engine.screened_deduplicate(Items(items)) is NotImplemented
+    assert engine.screened_deduplicate(iter(items)) is NotImplemented
+    assert engine.screened_deduplicate(items) == items[:1]
+
+
+def test_name_watch_notices_rebinding_and_changes_in_place(engine: ModuleType) -> None:
+    table = {"a": "b"}
+    namespace: dict[str, Any] = {"helper": len, "table": table, "kinds": ["x"], "marks": {1}}
+    watch = engine.NameWatch(
+        [(namespace, ("helper", "missing", "table"))],
+        [(namespace, "table"), (namespace, "kinds"), (namespace, "marks")],
+    )
+    assert not watch.armed
+    assert not watch.intact()  # unarmed
+    watch.arm()
+    assert watch.armed
+    assert watch.intact()
+
+    def rebound(change: Any, undo: Any) -> bool:
+        change()
+        result: bool = watch.intact()
+        undo()
+        assert watch.intact()
+        return result
+
+    assert not rebound(lambda: namespace.update(helper=str), lambda: namespace.update(helper=len))
+    assert not rebound(lambda: namespace.update(missing=1), lambda: namespace.pop("missing"))
+    assert not rebound(lambda: table.update(c="d"), lambda: table.pop("c"))
+    assert not rebound(lambda: table.update(a="z"), lambda: table.update(a="b"))
+    assert not rebound(lambda: namespace["kinds"].append("y"), lambda: namespace["kinds"].pop())
+    assert not rebound(lambda: namespace["marks"].add(2), lambda: namespace["marks"].discard(2))
+    # An equal but new container is a rebinding of the (also looked-up) name.
+    assert not rebound(
+        lambda: namespace.update(table=dict(table)), lambda: namespace.update(table=table)
+    )
+    # None stored under a missing name reads as the name's absence, as dict.get does.
+    namespace["missing"] = None
+    assert watch.intact()
+    watch.disarm()
+    assert not watch.intact()
+
+
+def test_name_watch_rejects_what_is_not_a_namespace(engine: ModuleType) -> None:
+    with pytest.raises(TypeError):
+        engine.NameWatch([(["not", "a", "dict"], ("name",))])
