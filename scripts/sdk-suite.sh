@@ -2,7 +2,7 @@
 # The OpenAI Agents SDK's own test suite, plain and with histcore's drop-in installed.
 #
 #   scripts/sdk-suite.sh VERSION...                  compare outcomes (CI runs this)
-#   scripts/sdk-suite.sh --regenerate-list VERSION... rewrite the list of test files
+#   scripts/sdk-suite.sh --regenerate-list VERSION... rewrite the list of tests
 #
 # VERSION is a release of openai-agents (0.24.0) or X.Y.x for the newest X.Y patch.
 # For each one:
@@ -12,14 +12,15 @@
 #     (`uv export --frozen --group dev --all-extras`, uv itself from PyPI), the release
 #     itself built from that sdist, and histcore (HISTCORE_WHEEL: a wheel, or a source
 #     tree built here; default the checkout);
-#  3. the test files listed in scripts/sdk_suite/lists/VERSION.txt (those that reach a
+#  3. the tests listed in scripts/sdk_suite/lists/VERSION.txt (by id: those that reach a
 #     helper install() replaces) run twice, at the same time: plain, and with
 #     `-p histcore_sdk_plugin --histcore-install` (install() before collection). The
 #     plugin writes each test's outcome; any test whose outcome differs fails the run,
 #     and its id is printed.
 #
 # --regenerate-list runs the sdist's whole suite (pytest-xdist, -n $SDK_SUITE_JOBS) with
-# the helpers rebound to recording wrappers, and writes the files that reached one.
+# the helpers rebound to recording wrappers, and writes the ids of the tests that
+# reached one.
 #
 # Environment: PYTHON (base interpreter, default python3), HISTCORE_WHEEL,
 # HISTCORE_BACKEND (passed to the installed run; default auto), SDK_SUITE_CACHE
@@ -212,17 +213,21 @@ PY
         continue
     fi
 
-    mapfile -t files < <("$base_python" "$here/suite.py" files "$lists" "$version" "$sdk_dir")
+    selection="$work/selection-$version.txt"
+    mapfile -t files < <("$base_python" "$here/suite.py" files "$lists" "$version" "$sdk_dir" \
+        "$selection")
     if [[ ${#files[@]} -eq 0 ]]; then
         echo "sdk-suite: no test file to run for $version" >&2
         exit 1
     fi
-    log "running ${#files[@]} test files, plain and installed at once"
+    log "running the listed tests of ${#files[@]} files, plain and installed at once"
     set +e
-    sdk_pytest "$venv" --histcore-outcomes="$work/plain-$version.json" "${files[@]}" \
+    sdk_pytest "$venv" --histcore-select="$selection" \
+        --histcore-outcomes="$work/plain-$version.json" "${files[@]}" \
         > "$work/plain-$version.log" 2>&1 &
     plain_pid=$!
-    sdk_pytest "$venv" --histcore-install --histcore-outcomes="$work/installed-$version.json" \
+    sdk_pytest "$venv" --histcore-install --histcore-select="$selection" \
+        --histcore-outcomes="$work/installed-$version.json" \
         "${files[@]}" > "$work/installed-$version.log" 2>&1 &
     installed_pid=$!
     wait $plain_pid

@@ -13,11 +13,15 @@ Loaded with ``-p histcore_sdk_plugin`` (``scripts/sdk_suite`` on ``PYTHONPATH``)
     passed, failed, error, skipped, xfailed, xpassed (a test whose setup or teardown
     failed is an error), and a module that failed to collect is ``collect-error``.
 ``--histcore-trace PATH``
-    record which test files reach a helper that ``install()`` replaces (a call of the
+    record which tests reach a helper that ``install()`` replaces (a call of the
     SDK's function, or of a function of the ``json``/``copy`` module that install()
-    swaps in one SDK module), and write them, one per line, to PATH (PATH.<worker>
-    under pytest-xdist). The helpers are rebound to recording wrappers the way
-    install() rebinds them, before the test modules are collected.
+    swaps in one SDK module), in their setup, call or teardown, and write their ids,
+    one per line, to PATH (PATH.<worker> under pytest-xdist). The helpers are rebound
+    to recording wrappers the way install() rebinds them, before the test modules are
+    collected.
+``--histcore-select PATH``
+    run only the tests PATH lists (test ids, or test files meaning every test in
+    them; ``#`` starts a comment line); every other collected test is deselected.
 
 Works under pytest-xdist: the controller gathers outcomes, each worker traces itself.
 """
@@ -42,6 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--histcore-install", action="store_true", default=False)
     group.addoption("--histcore-outcomes", default=None, metavar="PATH")
     group.addoption("--histcore-trace", default=None, metavar="PATH")
+    group.addoption("--histcore-select", default=None, metavar="PATH")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -173,7 +178,7 @@ def _recording(original: Any, note: Any) -> Any:
 class _Trace:
     """Rebinds every name ``install()`` would replace (with the machinery install()
     uses, so every module that imported a helper is covered) to a wrapper that notes
-    the test file running, then calls the SDK's own object."""
+    the test running, then calls the SDK's own object."""
 
     def __init__(self, path: str) -> None:
         # pytest-xdist names each worker in its environment before pytest starts there.
@@ -202,7 +207,7 @@ class _Trace:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
-        self.current = item.nodeid.split("::", 1)[0]
+        self.current = item.nodeid
         yield
         self.current = None
 
@@ -212,7 +217,42 @@ class _Trace:
             handle.writelines(f"{path}\n" for path in sorted(self.reached))
 
 
+# --- selection ---------------------------------------------------------------------
+
+
+class _Select:
+    """Deselects every collected test the list names neither by id nor by file."""
+
+    def __init__(self, path: str) -> None:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line.strip() for line in handle]
+        entries = {line for line in lines if line and not line.startswith("#")}
+        self.ids = {entry for entry in entries if "::" in entry}
+        self.files = entries - self.ids
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        kept: list[pytest.Item] = []
+        dropped: list[pytest.Item] = []
+        for item in items:
+            listed = item.nodeid in self.ids or item.nodeid.split("::", 1)[0] in self.files
+            (kept if listed else dropped).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+        found = len({item.nodeid for item in kept} & self.ids)
+        sys.stderr.write(
+            f"histcore_sdk_plugin: selected {len(kept)} of {len(kept) + len(dropped)} tests "
+            f"({found} of {len(self.ids)} listed ids collected)\n"
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     outcomes = config.getoption("histcore_outcomes")
     if outcomes and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Outcomes(os.path.abspath(outcomes)), "histcore-outcomes")
+    selection = config.getoption("histcore_select")
+    if selection:
+        config.pluginmanager.register(_Select(os.path.abspath(selection)), "histcore-select")

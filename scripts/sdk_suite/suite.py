@@ -1,6 +1,7 @@
 """Helpers of scripts/sdk-suite.sh (standard library only, run by the base Python).
 
-suite.py files LISTS_DIR VERSION SDK_DIR     test files to run, one per line
+suite.py files LISTS_DIR VERSION SDK_DIR SELECTION   the test files to run, one per
+    line; the listed entries this sdist holds go to SELECTION (--histcore-select)
 suite.py write-list LISTS_DIR VERSION TRACE...  merge trace files into the list
 suite.py compare PLAIN.json INSTALLED.json [CHANGED.txt]   print counts; exit 1 on a
     changed outcome (and write the changed test ids to CHANGED.txt)
@@ -15,9 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 HEADER = """\
-# Test files of the openai-agents {version} sdist that reach a helper histcore's
-# install() replaces (found by instrumenting those helpers over the whole suite).
-# scripts/sdk-suite.sh runs each of them plain and with install() and compares.
+# Tests of the openai-agents {version} sdist that reach a helper histcore's install()
+# replaces (found by instrumenting those helpers over the whole suite), by test id; a
+# line without "::" names a whole test file. scripts/sdk-suite.sh runs each of them
+# plain and with install() and compares.
 # Regenerate: scripts/sdk-suite.sh --regenerate-list {version}
 """
 
@@ -57,7 +59,7 @@ def list_for(lists: Path, version: str) -> tuple[Path, bool]:
     return candidates[-1], False
 
 
-def files(lists: Path, version: str, sdk_dir: Path) -> int:
+def files(lists: Path, version: str, sdk_dir: Path, selection: Path) -> int:
     path, exact = list_for(lists, version)
     if not exact:
         print(
@@ -66,8 +68,8 @@ def files(lists: Path, version: str, sdk_dir: Path) -> int:
             file=sys.stderr,
         )
     listed = _read_list(path)
-    present = [name for name in listed if (sdk_dir / name).is_file()]
-    missing = sorted(set(listed) - set(present))
+    present = [entry for entry in listed if (sdk_dir / entry.split("::", 1)[0]).is_file()]
+    missing = sorted({entry.split("::", 1)[0] for entry in set(listed) - set(present)})
     if missing:
         print(
             f"sdk-suite: warning: {len(missing)} listed file(s) not in this sdist: "
@@ -75,8 +77,9 @@ def files(lists: Path, version: str, sdk_dir: Path) -> int:
             file=sys.stderr,
         )
     if not present:
-        sys.exit(f"sdk-suite: none of the {len(listed)} files of {path} is in the sdist")
-    print("\n".join(present))
+        sys.exit(f"sdk-suite: none of the {len(listed)} entries of {path} is in the sdist")
+    selection.write_text("".join(f"{entry}\n" for entry in present), encoding="utf-8")
+    print("\n".join(sorted({entry.split("::", 1)[0] for entry in present})))
     return 0
 
 
@@ -86,11 +89,12 @@ def write_list(lists: Path, version: str, traces: list[Path]) -> int:
         reached |= set(_read_list(trace))
     if not reached:
         sys.exit("sdk-suite: the traced run reached no replaced helper: refusing an empty list")
+    files = {entry.split("::", 1)[0] for entry in reached}
     lists.mkdir(parents=True, exist_ok=True)
     target = lists / f"{version}.txt"
     text = HEADER.format(version=version) + "".join(f"{name}\n" for name in sorted(reached))
     target.write_text(text, encoding="utf-8")
-    print(f"sdk-suite: wrote {len(reached)} test files to {target}")
+    print(f"sdk-suite: wrote {len(reached)} test ids ({len(files)} files) to {target}")
     return 0
 
 
@@ -128,8 +132,8 @@ def compare(plain_path: Path, installed_path: Path, changed_path: Path | None = 
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 4 and argv[0] == "files":
-        return files(Path(argv[1]), argv[2], Path(argv[3]))
+    if len(argv) == 5 and argv[0] == "files":
+        return files(Path(argv[1]), argv[2], Path(argv[3]), Path(argv[4]))
     if len(argv) >= 3 and argv[0] == "write-list":
         return write_list(Path(argv[1]), argv[2], [Path(p) for p in argv[3:]])
     if len(argv) in (3, 4) and argv[0] == "compare":
