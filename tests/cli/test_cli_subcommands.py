@@ -60,8 +60,14 @@ def test_bench_openai_agents_runs_a_small_conversation(
         args.append("--allow-debug")
     out_path = tmp_path / "sdk.json"
     assert main([*args, "--json", str(out_path)]) == 0
-    assert "SDK conversation turn" in capsys.readouterr().out
-    assert json.loads(out_path.read_text())
+    printed = capsys.readouterr().out
+    assert "SDK conversation turn" in printed
+    assert "the first turn of a fresh process" in printed
+    report = json.loads(out_path.read_text())
+    for kind in ("turns", "first_turns"):
+        (turn,) = report[kind]
+        assert turn["size"] == 200 and turn["target"] is None  # noqa: PT018
+        assert turn["plain"]["median_s"] > 0 and turn["installed"]["median_s"] > 0  # noqa: PT018
 
 
 @pytest.mark.parametrize(
