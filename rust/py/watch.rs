@@ -67,19 +67,39 @@ impl Snapshot {
     }
 
     /// Whether `value` is the same object, or a container of the same type holding the
-    /// same objects in the same order.
+    /// same objects in the same order (compared as they are iterated: no copy).
     fn matches(&self, value: &Bound<'_, PyAny>) -> bool {
         let py = value.py();
-        match self {
-            Snapshot::Object(object) => value.is(object.bind(py)),
-            Snapshot::Members(kind, expected) => {
-                value.get_type().is(kind.bind(py))
-                    && members(value).is_some_and(|found| {
-                        found.len() == expected.len()
-                            && found.iter().zip(expected).all(|(a, b)| a.is(b.bind(py)))
-                    })
-            }
+        let (kind, expected) = match self {
+            Snapshot::Object(object) => return value.is(object.bind(py)),
+            Snapshot::Members(kind, expected) => (kind, expected),
+        };
+        if !value.get_type().is(kind.bind(py)) {
+            return false;
         }
+        let same = |found: &Bound<'_, PyAny>, wanted: &Py<PyAny>| found.is(wanted.bind(py));
+        if let Ok(dict) = value.cast_exact::<PyDict>() {
+            return dict.len() * 2 == expected.len()
+                && dict
+                    .iter()
+                    .zip(expected.chunks_exact(2))
+                    .all(|((key, member), pair)| same(&key, &pair[0]) && same(&member, &pair[1]));
+        }
+        if let Ok(list) = value.cast_exact::<PyList>() {
+            return list.len() == expected.len()
+                && list
+                    .iter()
+                    .zip(expected)
+                    .all(|(found, wanted)| same(&found, wanted));
+        }
+        if let Ok(set) = value.cast_exact::<PySet>() {
+            return set.len() == expected.len()
+                && set
+                    .iter()
+                    .zip(expected)
+                    .all(|(found, wanted)| same(&found, wanted));
+        }
+        false
     }
 }
 

@@ -71,6 +71,31 @@ def test_bench_openai_agents_runs_a_small_conversation(
 
 
 @pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ([], (10_000, 100_000)),
+        # Explicit sizes win, also when they are the engine benchmark's defaults.
+        (["--sizes", "1000,10000,100000"], (1_000, 10_000, 100_000)),
+        (["--sizes", "500"], (500,)),
+    ],
+)
+def test_bench_openai_agents_sizes(
+    monkeypatch: pytest.MonkeyPatch, given: list[str], expected: tuple[int, ...]
+) -> None:
+    sdk_conversation = pytest.importorskip("histcore.cli.bench.sdk_conversation")
+    pytest.importorskip("histcore._core", reason="needs the Rust engine")
+    asked: list[tuple[int, ...]] = []
+
+    def fake_run_cli(sizes: tuple[int, ...], **_: object) -> int:
+        asked.append(tuple(sizes))
+        return 0
+
+    monkeypatch.setattr(sdk_conversation, "run_cli", fake_run_cli)
+    assert main(["bench", "--openai-agents", "--allow-debug", *given]) == 0
+    assert asked == [expected]
+
+
+@pytest.mark.parametrize(
     "command", [["-m", "histcore", "doctor", "x.db"], ["-m", "histcore", "bench"]]
 )
 def test_an_invalid_backend_is_one_line_not_a_traceback(command: list[str]) -> None:

@@ -129,7 +129,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sizes",
         type=_sizes,
-        default=DEFAULT_SIZES,
+        # None, not the engine's default: --openai-agents has defaults of its own, and
+        # sizes given explicitly must win even when they equal the engine's.
+        default=None,
         metavar="N[,N...]",
         help=f"history sizes in items (default {default_sizes})",
     )
@@ -206,7 +208,8 @@ class _StderrProgress:
 
 
 def run(args: argparse.Namespace) -> int:
-    sizes: tuple[int, ...] = args.sizes + ((HUGE_SIZE,) if args.huge else ())
+    given: tuple[int, ...] | None = args.sizes
+    sizes: tuple[int, ...] = (given or DEFAULT_SIZES) + ((HUGE_SIZE,) if args.huge else ())
     backends: tuple[Backend, ...] = (
         ("rust", "python") if args.backend == "both" else (args.backend,)
     )
@@ -248,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
                 "pip install 'histcore[openai-agents]'"
             )
 
-        sdk_sizes = sizes if args.sizes != DEFAULT_SIZES else sdk_conversation.DEFAULT_SIZES
+        sdk_sizes = sizes if given is not None else sdk_conversation.DEFAULT_SIZES
         return sdk_conversation.run_cli(
             sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path
         )
