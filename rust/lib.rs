@@ -112,13 +112,20 @@ mod _core {
 
     /// ``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
     /// construction, else NotImplemented: for anything but an exact dict whose ``type`` is
-    /// a str or missing and whose id fields hold no str subclass.
+    /// a str or missing and whose id fields hold no str subclass, and whenever ``watch``
+    /// (a NameWatch) is given and not intact.
     #[pyfunction]
+    #[pyo3(signature = (item, watch = None))]
     fn screened_dedupe_key<'py>(
         py: Python<'py>,
         item: &Bound<'py, PyAny>,
+        watch: Option<PyRef<'py, NameWatch>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let Some(payload) = screened_payload(item)? else {
+        let payload = match watch {
+            Some(watch) if !watch.intact(py)? => None,
+            _ => screened_payload(item)?,
+        };
+        let Some(payload) = payload else {
             return Ok(py.NotImplemented().into_bound(py));
         };
         let mut builder = KeyBuilder::reuse();
@@ -131,15 +138,21 @@ mod _core {
     }
 
     /// The dedupe of an exact list whose every item passes ``screened_dedupe_key``'s
-    /// screen (first wins, or ``preferring_latest``), else NotImplemented.
+    /// screen (first wins, or ``preferring_latest``), else NotImplemented (also whenever
+    /// ``watch`` is given and not intact).
     #[pyfunction]
-    #[pyo3(signature = (items, preferring_latest = false))]
+    #[pyo3(signature = (items, preferring_latest = false, watch = None))]
     fn screened_deduplicate<'py>(
         py: Python<'py>,
         items: &Bound<'py, PyAny>,
         preferring_latest: bool,
+        watch: Option<PyRef<'py, NameWatch>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if !items.is_exact_instance_of::<PyList>() {
+        let declined = match watch {
+            Some(watch) => !watch.intact(py)?,
+            None => false,
+        };
+        if declined || !items.is_exact_instance_of::<PyList>() {
             return Ok(py.NotImplemented().into_bound(py));
         }
         let items = Items::of(items, "items")?;

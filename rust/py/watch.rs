@@ -1,8 +1,9 @@
 //! `NameWatch`: whether names in namespaces still hold the objects they held when the
 //! watch was armed (and watched constants the same members). A drop-in replacement asks
 //! it on every call before taking its own path, so it has to cost a few dict lookups,
-//! not a Python loop. The pure twin is `histcore.engine.pure_watch.NameWatch`.
+//! not a Python loop. The pure twin is `histcore.engine.pure_dropin.NameWatch`.
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySet, PyString, PyType};
 
@@ -27,6 +28,30 @@ fn get<'py>(
         Some(value) => value,
         None => namespace.py().None().into_bound(namespace.py()),
     })
+}
+
+/// The address of what `namespace` holds under `name` (`missing` when nothing, as
+/// `dict.get` answers None), read as a borrowed pointer: no reference counting, nothing
+/// held. This runs once per watched name on every call of a replacement.
+#[inline]
+fn held(
+    py: Python<'_>,
+    namespace: &Py<PyDict>,
+    name: &Py<PyString>,
+    missing: *mut ffi::PyObject,
+) -> PyResult<*mut ffi::PyObject> {
+    // SAFETY: both are live objects we hold, `namespace` a dict, `name` a str (hashes
+    // are cached); we hold the GIL. The result is borrowed and only compared as an
+    // address, never dereferenced. NULL means missing, or an error (a stored key's
+    // `__eq__` raised), told apart by the thread's exception state.
+    let found = unsafe { ffi::PyDict_GetItemWithError(namespace.as_ptr(), name.as_ptr()) };
+    if !found.is_null() {
+        return Ok(found);
+    }
+    match PyErr::take(py) {
+        Some(error) => Err(error),
+        None => Ok(missing),
+    }
 }
 
 /// What a watched constant held when the watch was armed: for an exact dict, list or set
@@ -55,6 +80,26 @@ fn members<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
     None
 }
 
+/// Whether `dict` holds exactly the keys and values of `expected` (interleaved), in order,
+/// by identity; its length was checked. Reads borrowed pointers: no reference counting.
+fn same_dict_members(dict: &Bound<'_, PyDict>, expected: &[Py<PyAny>]) -> bool {
+    let mut position: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut member: *mut ffi::PyObject = std::ptr::null_mut();
+    for pair in expected.chunks_exact(2) {
+        // SAFETY: `dict` is a live exact dict and we hold the GIL; PyDict_Next writes
+        // borrowed references into `key` and `member`, which are only compared as
+        // addresses, and no Python code runs between the calls (nothing can change the
+        // dict meanwhile).
+        let found =
+            unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut position, &mut key, &mut member) };
+        if found == 0 || key != pair[0].as_ptr() || member != pair[1].as_ptr() {
+            return false;
+        }
+    }
+    true
+}
+
 impl Snapshot {
     fn of(value: Bound<'_, PyAny>) -> Self {
         match members(&value) {
@@ -79,11 +124,7 @@ impl Snapshot {
         }
         let same = |found: &Bound<'_, PyAny>, wanted: &Py<PyAny>| found.is(wanted.bind(py));
         if let Ok(dict) = value.cast_exact::<PyDict>() {
-            return dict.len() * 2 == expected.len()
-                && dict
-                    .iter()
-                    .zip(expected.chunks_exact(2))
-                    .all(|((key, member), pair)| same(&key, &pair[0]) && same(&member, &pair[1]));
+            return dict.len() * 2 == expected.len() && same_dict_members(dict, expected);
         }
         if let Ok(list) = value.cast_exact::<PyList>() {
             return list.len() == expected.len()
@@ -181,14 +222,14 @@ impl NameWatch {
 
     /// Whether the watch is armed and every watched name still holds the object it held
     /// then (every watched constant container the same members, by identity).
-    fn intact(&self, py: Python<'_>) -> PyResult<bool> {
+    pub fn intact(&self, py: Python<'_>) -> PyResult<bool> {
         if !self.armed {
             return Ok(false);
         }
+        let none = py.None();
         for group in &self.groups {
-            let namespace = group.namespace.bind(py);
             for (name, expected) in group.names.iter().zip(&group.expected) {
-                if !get(namespace, name.bind(py))?.is(expected.bind(py)) {
+                if held(py, &group.namespace, name, none.as_ptr())? != expected.as_ptr() {
                     return Ok(false);
                 }
             }

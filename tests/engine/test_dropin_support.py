@@ -146,3 +146,18 @@ def test_name_watch_notices_rebinding_and_changes_in_place(engine: ModuleType) -
 def test_name_watch_rejects_what_is_not_a_namespace(engine: ModuleType) -> None:
     with pytest.raises(TypeError):
         engine.NameWatch([(["not", "a", "dict"], ("name",))])
+
+
+def test_screened_functions_decline_while_the_watch_is_not_intact(engine: ModuleType) -> None:
+    namespace: dict[str, Any] = {"helper": len}
+    watch = engine.NameWatch([(namespace, ("helper",))])
+    item = {"type": "function_call", "call_id": "c1"}
+    # Unarmed: declined.
+    assert engine.screened_dedupe_key(item, watch) is NotImplemented
+    assert engine.screened_deduplicate([item], False, watch) is NotImplemented
+    watch.arm()
+    assert engine.screened_dedupe_key(item, watch) == "call_id:function_call:c1"
+    assert engine.screened_deduplicate([item, item], True, watch) == [item]
+    namespace["helper"] = str
+    assert engine.screened_dedupe_key(item, watch) is NotImplemented
+    assert engine.screened_deduplicate([item], False, watch) is NotImplemented

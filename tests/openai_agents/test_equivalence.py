@@ -337,8 +337,8 @@ def test_dedupe_takes_histcore_path_on_sdk_shaped_lists(monkeypatch: pytest.Monk
     answered: list[bool] = []
     screened = fast.engine.screened_deduplicate
 
-    def spy(items: list[Any], preferring_latest: bool = False) -> Any:
-        result = screened(items, preferring_latest)
+    def spy(items: list[Any], preferring_latest: bool = False, watch: Any = None) -> Any:
+        result = screened(items, preferring_latest, watch)
         answered.append(result is not NotImplemented)
         return result
 

@@ -44,18 +44,26 @@ def _screened(item: Any) -> bool:
     return True
 
 
-def screened_dedupe_key(item: Any) -> Any:
+def screened_dedupe_key(item: Any, watch: NameWatch | None = None) -> Any:
     """``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
     construction, else NotImplemented: for anything but an exact dict whose ``type`` is
-    a str or missing and whose id fields hold no str subclass."""
+    a str or missing and whose id fields hold no str subclass, and whenever ``watch``
+    (a NameWatch) is given and not intact."""
+    if watch is not None and not watch.intact():
+        return NotImplemented
     if not _screened(item):
         return NotImplemented
     return dedupe_key(item)
 
 
-def screened_deduplicate(items: Any, preferring_latest: bool = False) -> Any:
+def screened_deduplicate(
+    items: Any, preferring_latest: bool = False, watch: NameWatch | None = None
+) -> Any:
     """The dedupe of an exact list whose every item passes ``screened_dedupe_key``'s
-    screen (first wins, or ``preferring_latest``), else NotImplemented."""
+    screen (first wins, or ``preferring_latest``), else NotImplemented (also whenever
+    ``watch`` is given and not intact)."""
+    if watch is not None and not watch.intact():
+        return NotImplemented
     if type(items) is not list or not all(map(_screened, items)):
         return NotImplemented
     if preferring_latest:

@@ -91,15 +91,15 @@ def all_dicts(items: list[Any]) -> bool:
 def make_dedupe_key(
     original: Callable[[Any], str | None], watch: Watch | None = None
 ) -> Callable[[Any], str | None]:
-    unchanged = intact(watch)
     screened_key = engine.screened_dedupe_key
+    # The engine checks the watch in the same call (one call per item, not two).
+    check = None if watch is None else watch.check
 
     @like(original)
     def _dedupe_key(item: Any) -> str | None:
-        if unchanged():
-            key = screened_key(item)
-            if key is not NotImplemented:
-                return cast("str | None", key)
+        key = screened_key(item, check)
+        if key is not NotImplemented:
+            return cast("str | None", key)
         return original(item)
 
     return _dedupe_key
@@ -111,15 +111,14 @@ def make_deduplicate(
     watch: Watch | None = None,
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """A dedupe (first-wins, or latest-value) running the engine's on lists it screens."""
-    unchanged = intact(watch)
     screened = engine.screened_deduplicate
+    check = None if watch is None else watch.check
 
     @like(original)
     def deduplicate(items: Sequence[Any]) -> list[Any]:
-        if unchanged():
-            result = screened(items, preferring_latest)
-            if result is not NotImplemented:
-                return cast("list[Any]", result)
+        result = screened(items, preferring_latest, check)
+        if result is not NotImplemented:
+            return cast("list[Any]", result)
         return original(items)
 
     return deduplicate

@@ -51,8 +51,7 @@ from histcore import openai_agents as accelerator
 from histcore.cli.bench.generate import generate_history
 from histcore.cli.bench.timing import Timing, measure_interleaved, timed_call
 from histcore.cli.bench.units import format_seconds, size_label
-from histcore.openai_agents import _replacements as fast
-from histcore.openai_agents import _session_keys as session_keys
+from histcore.openai_agents import _patches
 from histcore.openai_agents._versions import sdk_version
 from histcore.openai_agents.testing import ScriptedModel
 
@@ -292,20 +291,32 @@ def _same_objects(a: Any, b: Any) -> bool:
     return isinstance(a, list) and isinstance(b, list) and list(map(id, a)) == list(map(id, b))
 
 
+def _as_installed(group: str) -> dict[str, Any]:
+    """The replacements of one group exactly as ``install()`` builds them, each with its
+    rebinding watch armed (so every call pays the check it pays when installed), but not
+    bound into the SDK's modules: the SDK's own helpers stay the SDK's."""
+    (found,) = (candidate for candidate in _patches.GROUPS if candidate.name == group)
+    replacements: dict[str, Any] = {}
+    for planned in _patches.plan(found):
+        planned.watch.arm()
+        replacements[planned.target.attr] = planned.replacement
+    return replacements
+
+
 def _helper_cases(
     history: list[Any],
 ) -> list[tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], bool]]]:
     """(name, SDK call, histcore call, equal) for every replaced helper."""
     indexes = set(range(len(history)))
-    first_wins = fast.make_deduplicate(sdk_items.deduplicate_input_items, False)
-    latest = fast.make_deduplicate(sdk_items.deduplicate_input_items_preferring_latest, True)
-    orphans = fast.make_drop_orphan_function_calls(sdk_items.drop_orphan_function_calls)
-    key = fast.make_dedupe_key(sdk_items._dedupe_key)
-    fingerprint = fast.make_fingerprint_input_item(sdk_items.fingerprint_input_item, sdk_items)
-    session_key = session_keys.make_session_item_key(sdk_session._session_item_key, sdk_session)
-    frequency = session_keys.make_build_frequency_map(session_key)
-    to_dump = fast.make_to_dump_compatible(sdk_json._to_dump_compatible)
-    copier = fast.CopyModule(copy)
+    dedupe = _as_installed("dedupe")
+    key = dedupe["_dedupe_key"]
+    first_wins = dedupe["deduplicate_input_items"]
+    latest = dedupe["deduplicate_input_items_preferring_latest"]
+    orphans = _as_installed("orphans")["drop_orphan_function_calls"]
+    fingerprint = _as_installed("fingerprint")["fingerprint_input_item"]
+    frequency = _as_installed("session_keys")["_build_frequency_map"]
+    to_dump = _as_installed("to_dump_compatible")["_to_dump_compatible"]
+    copier = _as_installed("callback_copies")["copy"]
     return [
         (
             "_dedupe_key (each item)",
