@@ -91,8 +91,14 @@ fn same_dict_members(dict: &Bound<'_, PyDict>, expected: &[Py<PyAny>]) -> bool {
         // borrowed references into `key` and `member`, which are only compared as
         // addresses, and no Python code runs between the calls (nothing can change the
         // dict meanwhile).
-        let found =
-            unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut position, &mut key, &mut member) };
+        let found = unsafe {
+            ffi::PyDict_Next(
+                dict.as_ptr(),
+                &raw mut position,
+                &raw mut key,
+                &raw mut member,
+            )
+        };
         if found == 0 || key != pair[0].as_ptr() || member != pair[1].as_ptr() {
             return false;
         }
