@@ -193,6 +193,31 @@ def test_items_must_be_a_list(engine: ModuleType, bad: Any) -> None:
             engine.input_problems([], history=bad)
 
 
+class Hiding(list[Any]):
+    """A list subclass whose own iteration hides its items."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+
+class HidingTuple(tuple[Any, ...]):
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+
+@pytest.mark.parametrize("kind", [Hiding, HidingTuple])
+def test_list_and_tuple_subclasses_are_read_by_what_they_hold(
+    engine: ModuleType, kind: type
+) -> None:
+    # Both engines read such arguments as the other engine functions do (the twin's
+    # as_list, Rust's Items::of): the stored items, not the subclass's own iteration.
+    items = [{"role": "user", "content": "q"}, {"type": "function_call", "call_id": "c1"}]
+    wrapped = kind(items)
+    assert engine.input_problems(wrapped) == [(1, "call_awaiting_output", "c1")]
+    assert positions(engine.repair_input(wrapped), items) == [0]
+    assert engine.input_problems(items, history=kind(items)) == [(1, "call_awaiting_output", "c1")]
+
+
 def test_models_are_read_through_model_dump(engine: ModuleType) -> None:
     dangling = FunctionCallModel(type="function_call", call_id="c1")
     items: list[Any] = [{"role": "user", "content": "q"}, dangling]

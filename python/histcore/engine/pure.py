@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import xxhash
 
+from histcore.engine.pure_args import as_list as _as_list
 from histcore.engine.pure_input import input_problems, repair_input
 from histcore.engine.vocabulary import (
     CALL_AND_OUTPUT_TYPES,
@@ -58,28 +59,10 @@ __all__ = [
 MAX_DEPTH = 256
 
 
-_REJECTED_SEQUENCES = (str, bytes, bytearray, dict)
 _CHANGED_SIZE = "the list of items changed size during the call"
 
 
 # --- argument handling -------------------------------------------------------------
-
-
-def _as_list(value: Any, name: str) -> list[Any]:
-    """Return ``value`` as a list, or raise TypeError naming the argument.
-
-    An exact list is read in place; a list or tuple subclass is copied as it stands (its
-    own methods are not called); any other iterable goes through ``list()``.
-    """
-    if type(value) is list:
-        return value
-    if isinstance(value, list):
-        return list.copy(value)
-    if isinstance(value, tuple):
-        return list(tuple.__iter__(value))
-    if isinstance(value, _REJECTED_SEQUENCES) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list of items, not {type(value).__name__}")
-    return list(value)
 
 
 def _read(items: list[Any], length: int, index: int) -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from histcore.engine.pure_args import as_list as _as_list
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, FAKE_ID, OUTPUT_TYPES
 
 __all__ = ["PROBLEM_KINDS", "USER_SIDE_ROLES", "input_problems", "repair_input", "unit_roots"]
@@ -40,14 +41,6 @@ USER_SIDE_ROLES = frozenset({"user", "system", "developer"})
 _OTHER, _REASONING, _CALL, _OUTPUT, _USER, _PRODUCED = range(6)
 
 Problem = tuple[int, str, "str | None"]
-
-
-def _as_list(value: Any, name: str) -> list[Any]:
-    if isinstance(value, list):
-        return value
-    if isinstance(value, (str, bytes, bytearray, dict)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list of items, not {type(value).__name__}")
-    return list(value)
 
 
 def _payload(item: Any) -> dict[str, Any] | None:
