@@ -2,9 +2,11 @@
 
 Each ``make_*`` takes the SDK's original and returns a function with its signature.
 The stand-in takes histcore's path only for input on which histcore's result is the
-SDK's (checked by a cheap screen, mostly C-level passes over the list); on anything
-else it calls the original, so every input gets the SDK's answer, including its
-exceptions. What each screen rules out, and why, is said where it is.
+SDK's (the dedupe helpers leave that screen to the engine, which answers
+NotImplemented where it cannot promise the SDK's result; the others use cheap, mostly
+C-level passes over the list); on anything else it calls the original, so every input
+gets the SDK's answer, including its exceptions. What each screen rules out, and why,
+is said where it is.
 
 Where the two could differ on plain dict items:
 
