@@ -17,7 +17,15 @@ import orjson
 
 from histcore.engine.backend import engine
 
-__all__ = ["NULL", "dumps", "has_non_finite", "loads", "loads_as_json", "loads_exact"]
+__all__ = [
+    "NULL",
+    "dumps",
+    "has_non_finite",
+    "loads",
+    "loads_as_json",
+    "loads_exact",
+    "loads_with_fallback",
+]
 
 #: What orjson writes for a non-finite float: only a text holding it may have lost one.
 NULL = b"null"
@@ -71,6 +79,18 @@ def loads(data: str | bytes | bytearray) -> Any:
     if long_integer_candidates([data]):
         return loads_exact(data)
     return orjson.loads(data)
+
+
+def loads_with_fallback(data: str | bytes) -> Any:
+    """``loads``, and for text it refuses, ``loads_exact``: ``json`` also reads a lone
+    surrogate's ``\\udcxx`` escape (which is how such a string is written) and nesting
+    orjson gives up on. Raises ValueError for text that is not JSON, RecursionError for
+    text nested too deeply even for ``json``."""
+    try:
+        return loads(data)
+    except (ValueError, RecursionError):
+        pass
+    return loads_exact(data)
 
 
 def loads_as_json(data: str | bytes) -> Any:

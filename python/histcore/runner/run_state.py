@@ -412,11 +412,7 @@ def _parse(text: str | bytes | bytearray) -> Any:
     if isinstance(text, bytearray):
         text = bytes(text)
     try:
-        return _json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return _json.loads_exact(text)
+        return _json.loads_with_fallback(text)
     except RecursionError:
         raise RunStateError("RunState text is not valid JSON: nested too deeply") from None
     except ValueError as exc:

@@ -197,11 +197,7 @@ def _decode_arguments(text: str) -> Any:
     and Infinity refused (a lone surrogate's escape, as ``encode_arguments`` writes
     it, is read only by ``json``). Raises ValueError for text that is not JSON."""
     try:
-        return _json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return _json.loads_exact(text)
+        return _json.loads_with_fallback(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
