@@ -7,10 +7,8 @@ hand-written script would."""
 from __future__ import annotations
 
 import collections
-import dataclasses
 import datetime
 import decimal
-import enum
 import json
 import logging
 import uuid
@@ -24,6 +22,7 @@ import pytest
 from histcore.exceptions import SessionError
 from histcore.items import MAX_DEPTH
 from histcore.sessions import MemorySession, SQLiteSession
+from tests.support.odd_values import NOW, Color, Level, Mode, Point
 from tests.support.pg import BACKENDS, Backends, backends, pg_execute, require_psycopg
 from tests.support.sqlite import connected
 
@@ -240,24 +239,6 @@ async def test_brackets_inside_strings_are_no_nesting(backend: Backends) -> None
 # --- values that would not read back as written ----------------------------------------
 
 
-class Color(enum.Enum):
-    RED = "red"
-    ONE = 1
-
-
-class Level(enum.IntEnum):
-    HIGH = 3
-
-
-class Mode(str, enum.Enum):
-    FAST = "fast"
-
-
-@dataclasses.dataclass
-class Point:
-    x: int
-
-
 class Stamped(pydantic.BaseModel):
     at: datetime.datetime
 
@@ -266,8 +247,6 @@ class Note(pydantic.BaseModel):
     text: str
     level: Level = Level.HIGH
 
-
-NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)
 
 # (value, a piece of the TypeError message): each would be stored as something else.
 CHANGED_ON_WRITE = [

@@ -12,8 +12,6 @@ outcome per store are printed at the end of the module.
 from __future__ import annotations
 
 import collections
-import dataclasses
-import datetime
 import decimal
 import enum
 import math
@@ -30,34 +28,15 @@ from hypothesis import strategies as st
 
 from histcore.items import MAX_DEPTH
 from histcore.sessions import SessionABC
+from tests.support.odd_values import NOW, Color, Level, Mode, Point
 from tests.support.pg import BACKENDS, Backends, backends, unique
 
 # --- the values ------------------------------------------------------------------------
 
 
-class Color(enum.Enum):
-    RED = "red"
-    ONE = 1
-
-
-class Level(enum.IntEnum):
-    HIGH = 3
-
-
-class Mode(str, enum.Enum):
-    FAST = "fast"
-
-
-@dataclasses.dataclass
-class Point:
-    x: int
-
-
 class Note(pydantic.BaseModel):
     text: str
 
-
-NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)
 
 STRINGS = st.one_of(
     st.text(max_size=6),
