@@ -50,6 +50,7 @@ mod _core {
     use crate::py::gil::maybe_detach;
     use crate::py::input_rules::{self, ListArg};
     use crate::py::orphans;
+    use crate::py::rows::{decode_rows as decode_rows_of, Decoders};
     use crate::py::text::{str_bytes, to_py_string};
 
     #[pymodule_export]
@@ -453,6 +454,45 @@ mod _core {
             }
         }
         PyList::new(py, positions)
+    }
+
+    /// The JSON values of a session's rows, as a loop ``for (text,) in rows`` decoding
+    /// each with ``exact`` would build them, skipping a row whose decoding raises an
+    /// instance of ``skipped`` (a tuple of exception types) and raising anything else.
+    ///
+    /// Each exact str without 19 or more digits in a row is decoded by ``fast`` first,
+    /// and by ``exact`` only if ``fast`` raises; every other text goes to ``exact``.
+    /// ``fast`` must give what ``exact`` gives for every text it accepts (orjson and
+    /// ``json.loads`` do, given that screen). NotImplemented when ``rows`` is not a list
+    /// of exact 1-tuples (the loop then decides).
+    #[pyfunction]
+    #[pyo3(signature = (rows, fast, exact, skipped))]
+    fn decode_rows<'py>(
+        py: Python<'py>,
+        rows: &Bound<'py, PyAny>,
+        fast: &Bound<'py, PyAny>,
+        exact: &Bound<'py, PyAny>,
+        skipped: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let Ok(skipped) = skipped.cast::<PyTuple>() else {
+            return Err(PyTypeError::new_err(format!(
+                "skipped must be a tuple of exception types, not {}",
+                skipped.get_type().name()?
+            )));
+        };
+        if !rows.is_exact_instance_of::<PyList>() {
+            return Ok(py.NotImplemented().into_bound(py));
+        }
+        let rows = Items::of(rows, "rows")?;
+        let decoders = Decoders {
+            fast,
+            exact,
+            skipped,
+        };
+        Ok(match decode_rows_of(&rows, &decoders)? {
+            Some(decoded) => decoded.into_any(),
+            None => py.NotImplemented().into_bound(py),
+        })
     }
 
     // --- json.dumps(value, sort_keys=True, default=str) text --------------------------

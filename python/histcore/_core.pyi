@@ -1,6 +1,6 @@
 """Type stub for the compiled engine ``histcore._core`` (checked by mypy.stubtest)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, final
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "classify_callback_output",
     "content_key",
     "content_keys",
+    "decode_rows",
     "dedupe_key",
     "dedupe_keys",
     "deduplicate_input_items",
@@ -53,6 +54,12 @@ def input_problems(
 ) -> list[tuple[int, str, str | None]]: ...
 def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]: ...
 def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | None: ...
+def decode_rows(
+    rows: Any,
+    fast: Callable[[Any], Any],
+    exact: Callable[[Any], Any],
+    skipped: tuple[type[BaseException], ...],
+) -> Any: ...
 def screened_dedupe_key(item: Any, watch: NameWatch | None = None) -> Any: ...
 def screened_deduplicate(
     items: Any, preferring_latest: bool = False, watch: NameWatch | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
 import sys
 import types
@@ -24,14 +26,20 @@ import histcore.openai_agents as accelerator
 from histcore.openai_agents import _patches, _versions
 
 # Every helper the accelerator knows, by defining module and name.
-HELPERS = [(group.module, target.attr) for group in _patches.GROUPS for target in group.targets]
+# (A method is named with its class: ``SQLiteSession.get_items``.)
+HELPERS = [
+    (group.module, target.attr if target.owner is None else f"{target.owner}.{target.attr}")
+    for group in _patches.GROUPS
+    for target in group.targets
+]
 # Standard library modules swapped only in the SDK module that uses them.
 MODULE_STAND_INS = ("copy", "json")
 
 
 def _originals() -> dict[tuple[str, str], Any]:
     return {
-        (module, attr): getattr(importlib.import_module(module), attr) for module, attr in HELPERS
+        (module, attr): functools.reduce(getattr, attr.split("."), importlib.import_module(module))
+        for module, attr in HELPERS
     }
 
 
@@ -85,6 +93,9 @@ def test_install_replaces_every_binding_and_uninstall_restores_them(
     )
     assert type(sdk_session.copy).__name__ == "CopyModule"
     assert type(sdk_sqlite.json).__name__ == "JsonModule"
+    get_items = originals[("agents.memory.sqlite_session", "SQLiteSession.get_items")]
+    assert sdk_sqlite.SQLiteSession.get_items is not get_items
+    assert "agents.memory.sqlite_session.SQLiteSession.get_items" in installation.replaced
 
     accelerator.uninstall()
     assert not accelerator.is_installed()
@@ -93,6 +104,7 @@ def test_install_replaces_every_binding_and_uninstall_restores_them(
     assert _bindings_of(originals) == bound_before
     assert sdk_session.copy is __import__("copy")
     assert sdk_sqlite.json is __import__("json")
+    assert sdk_sqlite.SQLiteSession.get_items is get_items
 
 
 def test_install_is_idempotent() -> None:
@@ -191,18 +203,14 @@ def test_group_is_skipped_when_another_function_uses_its_private_map(
 def test_failure_while_installing_leaves_nothing_replaced(
     monkeypatch: pytest.MonkeyPatch, clean_state: dict[tuple[str, str], Any]
 ) -> None:
-    group = _patches.GROUPS[-2]
-    broken = _patches.Target(group.targets[-1].attr, lambda *_: 1 / 0)
+    # The last target of a group in the middle fails to build, after others were built.
+    index = next(i for i, g in enumerate(_patches.GROUPS) if g.name == "session_keys")
+    group = _patches.GROUPS[index]
+    broken = dataclasses.replace(group.targets[-1], build=lambda *_: 1 / 0)
     groups = (
-        *_patches.GROUPS[:-2],
-        _patches.Group(
-            name=group.name,
-            module=group.module,
-            targets=(*group.targets[:-1], broken),
-            sources=group.sources,
-            private_to=group.private_to,
-        ),
-        _patches.GROUPS[-1],
+        *_patches.GROUPS[:index],
+        dataclasses.replace(group, targets=(*group.targets[:-1], broken)),
+        *_patches.GROUPS[index + 1 :],
     )
     monkeypatch.setattr(_patches, "GROUPS", groups)
     with pytest.raises(ZeroDivisionError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import sqlite3
 import types
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
+import agents.memory.sqlite_session as sdk_sqlite
 import agents.run_internal.items as sdk_items
 import agents.run_internal.session_persistence as sdk_session
 import agents.run_state as sdk_run_state
@@ -220,15 +222,8 @@ def test_copies_see_a_patched_deepcopy() -> None:
     )
 
 
-def test_sqlite_session_sees_a_patched_json_loads(tmp_path: Any) -> None:
-    path = str(tmp_path / "store.db")
-
-    async def stored() -> list[Any]:
-        session = SQLiteSession("s", path)
-        try:
-            return await session.get_items()
-        finally:
-            session.close()
+def _filled_store(path: str) -> Callable[[], list[Any]]:
+    """A store holding three items, and a reader of it through a fresh session."""
 
     async def fill() -> None:
         session = SQLiteSession("s", path)
@@ -237,14 +232,101 @@ def test_sqlite_session_sees_a_patched_json_loads(tmp_path: Any) -> None:
         finally:
             session.close()
 
+    async def stored() -> list[Any]:
+        session = SQLiteSession("s", path)
+        try:
+            return await session.get_items()
+        finally:
+            session.close()
+
     asyncio.run(fill())
+    return lambda: asyncio.run(stored())
 
-    def loads(text: Any, **kwargs: Any) -> Any:
-        value = json.JSONDecoder(**kwargs).decode(text)
-        value["seen_by_patch"] = True
-        return value
 
-    assert_same_under(lambda mp: mp.setattr(json, "loads", loads), lambda: asyncio.run(stored()))
+def _marking_loads(text: Any, **kwargs: Any) -> Any:
+    value = json.JSONDecoder(**kwargs).decode(text)
+    value["seen_by_patch"] = True
+    return value
+
+
+def test_sqlite_session_sees_a_patched_json_loads(tmp_path: Any) -> None:
+    read = _filled_store(str(tmp_path / "store.db"))
+    assert_same_under(lambda mp: mp.setattr(json, "loads", _marking_loads), read)
+
+
+def test_sqlite_session_sees_its_json_loads_patched(tmp_path: Any) -> None:
+    # Installed, the module's ``json`` is histcore's stand-in: the patch lands on it.
+    read = _filled_store(str(tmp_path / "store.db"))
+    assert_same_under(lambda mp: mp.setattr(sdk_sqlite.json, "loads", _marking_loads), read)
+    with accelerator.installed():
+        # monkeypatch's undo leaves the stand-in's bound method behind: still exact.
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(sdk_sqlite.json, "loads", _marking_loads)
+        assert sdk_sqlite.json.reads_exactly()
+
+
+class MarkingJson:
+    """A ``json`` stand-in whose ``loads`` marks what it reads."""
+
+    JSONDecodeError = json.JSONDecodeError
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(json, name)
+
+    loads = staticmethod(_marking_loads)
+
+
+def test_sqlite_session_sees_a_rebound_module_json(tmp_path: Any) -> None:
+    read = _filled_store(str(tmp_path / "store.db"))
+    assert_same_under(lambda mp: mp.setattr(sdk_sqlite, "json", MarkingJson()), read)
+
+
+def test_sqlite_session_sees_a_rebound_limit_helper(tmp_path: Any) -> None:
+    read = _filled_store(str(tmp_path / "store.db"))
+    assert_same_under(
+        lambda mp: mp.setattr(sdk_sqlite, "resolve_session_limit", lambda limit, settings: 1),
+        read,
+    )
+
+
+def test_sqlite_session_sees_a_row_factory_and_a_failing_connection(tmp_path: Any) -> None:
+    read = _filled_store(str(tmp_path / "store.db"))
+    real = SQLiteSession._get_connection
+
+    def rows_as_lists(self: Any) -> Any:
+        conn = real(self)
+        conn.row_factory = lambda cursor, row: [*row, "extra"]
+        return conn
+
+    def failing(self: Any) -> Any:
+        raise sqlite3.OperationalError("injected failure")
+
+    # A row the SDK's loop cannot unpack raises there; the replacement must too.
+    assert_same_under(lambda mp: mp.setattr(SQLiteSession, "_get_connection", rows_as_lists), read)
+    assert_same_under(lambda mp: mp.setattr(SQLiteSession, "_get_connection", failing), read)
+
+
+def test_sqlite_session_runs_the_sdks_statements(tmp_path: Any) -> None:
+    read = _filled_store(str(tmp_path / "store.db"))
+    real = SQLiteSession._get_connection
+
+    def statements() -> list[str]:
+        seen: list[str] = []
+
+        def traced(self: Any) -> Any:
+            conn = real(self)
+            conn.set_trace_callback(seen.append)
+            return conn
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(SQLiteSession, "_get_connection", traced)
+            read()
+        return seen
+
+    plain = statements()
+    assert any("SELECT message_data" in statement for statement in plain)
+    with accelerator.installed():
+        assert statements() == plain
 
 
 # --- session input preparation -----------------------------------------------------

@@ -21,6 +21,7 @@ content_keys = engine.content_keys
 drop_orphan_function_calls = engine.drop_orphan_function_calls
 deep_copy_items = engine.deep_copy_items
 plain_json_copy = engine.plain_json_copy
+decode_rows = engine.decode_rows
 classify_callback_output = engine.classify_callback_output
 sorted_json_text = engine.sorted_json_text
 screened_dedupe_key = engine.screened_dedupe_key
@@ -37,6 +38,7 @@ __all__ = [
     "classify_callback_output",
     "content_key",
     "content_keys",
+    "decode_rows",
     "dedupe_key",
     "dedupe_keys",
     "deduplicate_input_items",

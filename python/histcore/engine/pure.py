@@ -40,6 +40,7 @@ __all__ = [
     "classify_callback_output",
     "content_key",
     "content_keys",
+    "decode_rows",
     "dedupe_key",
     "dedupe_keys",
     "deduplicate_input_items",
@@ -836,3 +837,4 @@ from histcore.engine.pure_dropin import (  # noqa: E402
     screened_dedupe_key,
     screened_deduplicate,
 )
+from histcore.engine.pure_rows import decode_rows  # noqa: E402

@@ -36,6 +36,7 @@ from histcore.engine.vocabulary import (
 from histcore.openai_agents import _prepare as prepare
 from histcore.openai_agents import _replacements as fast
 from histcore.openai_agents import _session_keys as session_keys
+from histcore.openai_agents import _session_read as session_read
 from histcore.openai_agents._versions import KNOWN_SOURCE_DIGESTS, source_digest
 from histcore.openai_agents._watch import Watch
 
@@ -75,6 +76,12 @@ class Target:
     #: the watch of a replacement that is not a function's (a module stand-in);
     #: a function's is built from what it looks up (``watch_for``)
     watch: Callable[[Any], Watch] | None = None
+    #: the class of the group's module that holds ``attr`` (a method), if not the module
+    owner: str | None = None
+
+    def holder(self, module: ModuleType) -> Any:
+        """Where ``attr`` lives: the module, or its class ``owner``."""
+        return module if self.owner is None else getattr(module, self.owner)
 
 
 @dataclass(frozen=True)
@@ -279,6 +286,21 @@ GROUPS: tuple[Group, ...] = (
         ),
     ),
     Group(
+        name="session_read",
+        module="agents.memory.sqlite_session",
+        sources=("SQLiteSession.get_items",),
+        targets=(
+            Target(
+                "get_items",
+                lambda original, module, _, watch: session_read.make_get_items(
+                    original, module, watch
+                ),
+                everywhere=False,
+                owner="SQLiteSession",
+            ),
+        ),
+    ),
+    Group(
         name="callback_copies",
         module=SESSION,
         identities={"copy": copy},
@@ -335,8 +357,10 @@ def recognise(group: Group) -> str | None:
     except ImportError as exc:
         return f"{group.module} cannot be imported ({exc})"
     for target in group.targets:
-        if not hasattr(module, target.attr):
-            return f"{group.module}.{target.attr} does not exist"
+        holder = module if target.owner is None else getattr(module, target.owner, None)
+        if holder is None or not hasattr(holder, target.attr):
+            where = target.attr if target.owner is None else f"{target.owner}.{target.attr}"
+            return f"{group.module}.{where} does not exist"
     for attr, expected in group.identities.items():
         if getattr(module, attr, None) is not expected:
             return f"{group.module}.{attr} is not {expected!r}"
@@ -358,15 +382,18 @@ def recognise(group: Group) -> str | None:
 
 @dataclass(frozen=True)
 class Binding:
-    """``module.attr`` was ``original`` and now is ``replacement``."""
+    """``module.attr`` was ``original`` and now is ``replacement`` (``module`` is the
+    class for a method)."""
 
-    module: ModuleType
+    module: ModuleType | type
     attr: str
     original: Any
     replacement: Any
 
     @property
     def where(self) -> str:
+        if isinstance(self.module, type):
+            return f"{self.module.__module__}.{self.module.__qualname__}.{self.attr}"
         return f"{self.module.__name__}.{self.attr}"
 
 
@@ -402,7 +429,7 @@ def plan(group: Group) -> list[Planned]:
     built: dict[str, Any] = {}
     planned: list[Planned] = []
     for target in group.targets:
-        original = getattr(module, target.attr)
+        original = getattr(target.holder(module), target.attr)
         watch = watch_for(group, target, original, module)
         built[target.attr] = target.build(original, module, built, watch)
         planned.append(Planned(target, original, built[target.attr], watch))
@@ -415,8 +442,9 @@ def bind(group: Group, built: list[Planned]) -> list[Binding]:
     bindings: list[Binding] = []
     by_original = {id(p.original): (p.target, p.original, p.replacement) for p in built}
     for planned in built:
-        setattr(home, planned.target.attr, planned.replacement)
-        bindings.append(Binding(home, planned.target.attr, planned.original, planned.replacement))
+        holder = planned.target.holder(home)
+        setattr(holder, planned.target.attr, planned.replacement)
+        bindings.append(Binding(holder, planned.target.attr, planned.original, planned.replacement))
     for module in sdk_modules():
         if module is home:
             continue

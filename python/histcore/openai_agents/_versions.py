@@ -49,6 +49,7 @@ KNOWN_SOURCE_DIGESTS: dict[str, frozenset[str]] = {
     "normalize": frozenset({"8ba463585ee27a3b", "b4e550595fee5f89"}),
     "to_dump_compatible": frozenset({"43ce3a38abe44d93"}),
     "clone_original_input": frozenset({"07211c96fad9475c"}),
+    "session_read": frozenset({"5decab7453da6dcb"}),
     # prepare_input_with_session changed in 0.22.1 (compaction generation capture) and
     # strip_internal_input_item_metadata in 0.23.0 (also drops created_by)
     "session_keys": frozenset(
@@ -89,13 +90,21 @@ def is_supported(version: str | None) -> bool:
     return low <= release[:2] < high
 
 
+def _resolve(module: ModuleType, dotted: str) -> Any:
+    """``module.a.b`` for ``"a.b"`` (a method is named with its class), or None."""
+    value: Any = module
+    for part in dotted.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
 def source_digest(module: ModuleType, names: Iterable[str]) -> str | None:
     """A short digest of the source of ``module``'s functions ``names``, in order.
 
     None when a name is missing or its source cannot be read (e.g. a bytecode-only
     install): such a helper is not recognised, so it is left alone.
     """
-    functions = tuple((name, getattr(module, name, None)) for name in names)
+    functions = tuple((name, _resolve(module, name)) for name in names)
     if any(function is None for _, function in functions):
         return None
     return _digest(functions)

@@ -1,0 +1,60 @@
+//! Decoding the rows of a session read in one call: each row's JSON text goes to a fast
+//! decoder unless it may hold an integer beyond 64 bits or the fast decoder refuses it;
+//! then to the exact one, whose skipped exceptions leave the row out. The rows are read
+//! as the SDK's loop unpacks them, so anything but a list of 1-tuples is declined.
+//! The pure twin is `histcore.engine.pure_rows.decode_rows`.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use crate::core::digits;
+use crate::py::args::Items;
+use crate::py::text::str_bytes;
+
+/// The decoders and the exceptions of the exact one that drop a row.
+pub struct Decoders<'a, 'py> {
+    pub fast: &'a Bound<'py, PyAny>,
+    pub exact: &'a Bound<'py, PyAny>,
+    pub skipped: &'a Bound<'py, PyTuple>,
+}
+
+impl<'py> Decoders<'_, 'py> {
+    /// The decoded value of `text`, or None when the exact decoder skips it.
+    fn decode(&self, text: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let fast_first = text.is_exact_instance_of::<PyString>()
+            && !digits::has_long_run(str_bytes(text)?.as_bytes());
+        if fast_first {
+            // Whatever the fast decoder refuses, the exact one decides (value or error).
+            if let Ok(value) = self.fast.call1((text,)) {
+                return Ok(Some(value));
+            }
+        }
+        match self.exact.call1((text,)) {
+            Ok(value) => Ok(Some(value)),
+            Err(err) if err.is_instance(text.py(), self.skipped.as_any()) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// The decoded rows in order, or None when a row is not an exact 1-tuple.
+pub fn decode_rows<'py>(
+    rows: &Items<'py>,
+    decoders: &Decoders<'_, 'py>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = decoders.fast.py();
+    for index in 0..rows.len() {
+        let row = rows.get(index)?;
+        if !row.is_exact_instance_of::<PyTuple>() || row.len()? != 1 {
+            return Ok(None);
+        }
+    }
+    let decoded = PyList::empty(py);
+    for index in 0..rows.len() {
+        let text = rows.get(index)?.get_item(0)?;
+        if let Some(value) = decoders.decode(&text)? {
+            decoded.append(value)?;
+        }
+    }
+    Ok(Some(decoded))
+}
