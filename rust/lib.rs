@@ -32,7 +32,7 @@ mod py;
 mod _core {
     use pyo3::exceptions::PyTypeError;
     use pyo3::prelude::*;
-    use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+    use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
     use crate::core::canonical;
     use crate::core::classify;
@@ -40,7 +40,7 @@ mod _core {
     use crate::core::digits;
     use crate::core::keys::KeyBuilder;
     use crate::core::orphans::Pruning;
-    use crate::py::args::{index_mask, new_list, reject_extra, Items};
+    use crate::py::args::{index_mask, new_list, reject_extra, str_tuple, Items};
     use crate::py::content::{content_key_of, ListContentKeys};
     use crate::py::deepcopy::{Copier, PlainCopier};
     use crate::py::encode::Encoder;
@@ -305,6 +305,45 @@ mod _core {
         PyList::new(py, copies).map(Some)
     }
 
+    /// A shallow copy (``dict(item)``) of every item, when ``items`` is an exact list of
+    /// exact dicts none of which holds a key named in ``without`` (a tuple of str);
+    /// NotImplemented otherwise.
+    #[pyfunction]
+    #[pyo3(signature = (items, without))]
+    fn shallow_dict_copies<'py>(
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        without: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let keys = str_tuple(without, "without")?;
+        if !items.is_exact_instance_of::<PyList>() {
+            return Ok(py.NotImplemented().into_bound(py));
+        }
+        let items = Items::of(items, "items")?;
+        for index in 0..items.len() {
+            let item = items.get(index)?;
+            let Ok(item) = item.cast_exact::<PyDict>() else {
+                return Ok(py.NotImplemented().into_bound(py));
+            };
+            for key in &keys {
+                if item.contains(key)? {
+                    return Ok(py.NotImplemented().into_bound(py));
+                }
+            }
+        }
+        let copies = new_list(py, items.len(), |index| {
+            let item = items.get(index)?;
+            match item.cast_exact::<PyDict>() {
+                Ok(item) => Ok(item.copy()?.into_any()),
+                // The list changed under a key comparison's user code: the loop decides.
+                Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "items changed during the copy",
+                )),
+            }
+        })?;
+        Ok(copies.into_any())
+    }
+
     // --- orphan-call pruning ---------------------------------------------------------
 
     /// Drop tool calls that have no output, with the reasoning run directly before them.
@@ -510,20 +549,8 @@ mod _core {
     ) -> PyResult<Option<Bound<'py, PyString>>> {
         let mut left_out = Vec::new();
         if let Some(skip) = skip {
-            let Ok(names) = skip.cast::<PyTuple>() else {
-                return Err(PyTypeError::new_err(format!(
-                    "skip must be a tuple of str, not {}",
-                    skip.get_type().name()?
-                )));
-            };
-            for name in names.iter() {
-                if !name.is_exact_instance_of::<PyString>() {
-                    return Err(PyTypeError::new_err(format!(
-                        "skip must be a tuple of str, not a tuple holding {}",
-                        name.get_type().name()?
-                    )));
-                }
-                left_out.push(crate::py::text::Text::of_str(name)?);
+            for name in str_tuple(skip, "skip")? {
+                left_out.push(crate::py::text::Text::of_str(name.into_any())?);
             }
         }
         let mut walker = crate::py::sorted_json::SortedJson::reuse(py);

@@ -24,6 +24,7 @@ __all__ = [
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "shallow_dict_copies",
     "sorted_json_text",
 ]
 
@@ -60,6 +61,7 @@ def decode_rows(
     exact: Callable[[Any], Any],
     skipped: tuple[type[BaseException], ...],
 ) -> Any: ...
+def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any: ...
 def screened_dedupe_key(item: Any, watch: NameWatch | None = None) -> Any: ...
 def screened_deduplicate(
     items: Any, preferring_latest: bool = False, watch: NameWatch | None = None

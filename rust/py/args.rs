@@ -204,3 +204,27 @@ pub fn reject_extra(function: &str, extra: &Bound<'_, PyTuple>) -> PyResult<()> 
         extra.len() + 1
     )))
 }
+
+/// The members of `value`, which must be a tuple of exact `str` (`name` is the argument's
+/// name in the error).
+pub fn str_tuple<'py>(
+    value: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<Vec<Bound<'py, PyString>>> {
+    let Ok(members) = value.cast::<PyTuple>() else {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a tuple of str, not {}",
+            value.get_type().name()?
+        )));
+    };
+    members
+        .iter()
+        .map(|member| match member.cast_into_exact::<PyString>() {
+            Ok(text) => Ok(text),
+            Err(err) => Err(PyTypeError::new_err(format!(
+                "{name} must be a tuple of str, not a tuple holding {}",
+                err.into_inner().get_type().name()?
+            ))),
+        })
+        .collect()
+}

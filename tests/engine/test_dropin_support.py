@@ -161,3 +161,65 @@ def test_screened_functions_decline_while_the_watch_is_not_intact(engine: Module
     namespace["helper"] = str
     assert engine.screened_dedupe_key(item, watch) is NotImplemented
     assert engine.screened_deduplicate([item], False, watch) is NotImplemented
+
+
+# --- shallow_dict_copies -------------------------------------------------------------
+
+STRIPPED = ("_agents_tool_description", "created_by")
+
+
+@st.composite
+def maybe_stripped_items(draw: st.DrawFn) -> Any:
+    item = draw(history_items(with_models=True))
+    if type(item) is dict and draw(st.booleans()):
+        item = {**item, draw(st.sampled_from(STRIPPED)): "x"}
+    return item
+
+
+def _copies_outcome(function: Any, items: Any, without: Any) -> tuple[str, Any]:
+    try:
+        result = function(items, without)
+    except Exception as exc:
+        return "raise", (type(exc), str(exc))
+    if result is NotImplemented:
+        return "ok", NotImplemented
+    # New dicts, equal to the items, in order.
+    fresh = all(copy is not item for copy, item in zip(result, items, strict=True))
+    return "copies", (fresh, [list(copy.items()) for copy in result])
+
+
+@PROPERTY
+@given(items=st.lists(maybe_stripped_items(), max_size=8))
+def test_shallow_dict_copies_copy_exact_dicts_without_the_keys(
+    pure: ModuleType, core: ModuleType, items: list[Any]
+) -> None:
+    copyable = all(type(item) is dict and not set(item) & set(STRIPPED) for item in items)
+    expected = (
+        ("copies", (True, [list(item.items()) for item in items]))
+        if copyable
+        else ("ok", NotImplemented)
+    )
+    assert _copies_outcome(pure.shallow_dict_copies, items, STRIPPED) == expected
+    assert _copies_outcome(core.shallow_dict_copies, items, STRIPPED) == expected
+
+
+@pytest.mark.parametrize(
+    "without", [["created_by"], ("created_by", 3), "created_by", None], ids=repr
+)
+def test_shallow_dict_copies_name_a_bad_key_tuple_alike(
+    pure: ModuleType, core: ModuleType, without: Any
+) -> None:
+    errors = [_copies_outcome(engine.shallow_dict_copies, [{}], without) for engine in (pure, core)]
+    assert errors[0] == errors[1]
+    assert errors[0][0] == "raise"
+    assert "without must be a tuple of str" in errors[0][1][1]
+
+
+def test_shallow_dict_copies_decline_what_is_not_an_exact_list(engine: ModuleType) -> None:
+    class Items(list[Any]):
+        pass
+
+    assert engine.shallow_dict_copies(({"a": 1},), ()) is NotImplemented
+    assert engine.shallow_dict_copies(Items([{"a": 1}]), ()) is NotImplemented
+    assert engine.shallow_dict_copies([{"a": 1}, [1]], ()) is NotImplemented
+    assert engine.shallow_dict_copies([], ()) == []

@@ -26,6 +26,7 @@ classify_callback_output = engine.classify_callback_output
 sorted_json_text = engine.sorted_json_text
 screened_dedupe_key = engine.screened_dedupe_key
 screened_deduplicate = engine.screened_deduplicate
+shallow_dict_copies = engine.shallow_dict_copies
 NameWatch = engine.NameWatch
 MAX_DEPTH: int = engine.MAX_DEPTH
 
@@ -50,5 +51,6 @@ __all__ = [
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "shallow_dict_copies",
     "sorted_json_text",
 ]

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import xxhash
 
 from histcore.engine.pure_args import as_list as _as_list
+from histcore.engine.pure_args import str_tuple
 from histcore.engine.pure_input import input_problems, repair_input
 from histcore.engine.vocabulary import (
     CALL_AND_OUTPUT_TYPES,
@@ -53,6 +54,7 @@ __all__ = [
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "shallow_dict_copies",
     "sorted_json_text",
 ]
 
@@ -817,13 +819,7 @@ def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | N
     MAX_DEPTH levels, leaving out the top-level dict keys named in ``skip`` (a tuple of
     str); None for any other value (json.dumps then decides: its text or its error)."""
     if skip is not None:
-        if type(skip) is not tuple:
-            raise TypeError(f"skip must be a tuple of str, not {type(skip).__name__}")
-        for name in skip:
-            if type(name) is not str:
-                raise TypeError(
-                    f"skip must be a tuple of str, not a tuple holding {type(name).__name__}"
-                )
+        skip = str_tuple(skip, "skip")
     if not _walkable(value, 0):
         return None
     if skip and type(value) is dict:
@@ -836,5 +832,6 @@ from histcore.engine.pure_dropin import (  # noqa: E402
     NameWatch,
     screened_dedupe_key,
     screened_deduplicate,
+    shallow_dict_copies,
 )
 from histcore.engine.pure_rows import decode_rows  # noqa: E402

@@ -19,8 +19,9 @@ from histcore.engine.pure import (
     deduplicate_input_items,
     deduplicate_input_items_preferring_latest,
 )
+from histcore.engine.pure_args import as_list, str_tuple
 
-__all__ = ["NameWatch", "screened_dedupe_key", "screened_deduplicate"]
+__all__ = ["NameWatch", "screened_dedupe_key", "screened_deduplicate", "shallow_dict_copies"]
 
 _ID_FIELDS = ("call_id", "id", "approval_request_id")
 
@@ -69,6 +70,23 @@ def screened_deduplicate(
     if preferring_latest:
         return deduplicate_input_items_preferring_latest(items)
     return deduplicate_input_items(items)
+
+
+def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any:
+    """A shallow copy (``dict(item)``) of every item, when ``items`` is an exact list of
+    exact dicts none of which holds a key named in ``without`` (a tuple of str);
+    NotImplemented otherwise."""
+    keys = str_tuple(without, "without")
+    if type(items) is not list:
+        return NotImplemented
+    items = as_list(items, "items")
+    for item in items:
+        if type(item) is not dict or any(map(item.__contains__, keys)):
+            return NotImplemented
+    if any(type(item) is not dict for item in items):
+        # The list changed under a key comparison's user code.
+        raise RuntimeError("items changed during the copy")
+    return list(map(dict.copy, items))
 
 
 def _members(value: Any) -> tuple[Any, ...] | None:

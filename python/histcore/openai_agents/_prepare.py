@@ -28,10 +28,9 @@ from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents._copies import deep_copy
 from histcore.openai_agents._replacements import (
     all_dicts,
-    dict_copies,
-    holds_any,
     intact,
     like,
+    plain_copies,
     stripped_keys,
 )
 from histcore.openai_agents._session_keys import CALL, Call, canonical_key_setup
@@ -59,8 +58,9 @@ def applies(module: ModuleType, arguments: dict[str, Any]) -> bool:
 
 def _ensured(module: ModuleType, items: list[Any]) -> list[Any]:
     """``[ensure_input_item_format(item) for item in items]``: a copy of each dict."""
-    if all_dicts(items):
-        return dict_copies(items)
+    copies = plain_copies(items)
+    if copies is not None:
+        return copies
     ensure = module.ensure_input_item_format
     return [ensure(item) for item in items]
 
@@ -68,10 +68,12 @@ def _ensured(module: ModuleType, items: list[Any]) -> list[Any]:
 def _converted(module: ModuleType, items: list[Any], stripped: frozenset[str] | None) -> list[Any]:
     """``[strip(ensure(item)) for item in items]``: stripping copies, so one copy each,
     and a plain copy (in C) when no item holds a key the SDK strips."""
+    if stripped is not None:
+        copies = plain_copies(items, stripped)
+        if copies is not None:
+            return copies
     strip = module.strip_internal_input_item_metadata
     if all_dicts(items):
-        if stripped is not None and not holds_any(items, stripped):
-            return dict_copies(items)
         return list(map(strip, items))
     ensure = module.ensure_input_item_format
     return [strip(ensure(item)) for item in items]

@@ -45,8 +45,6 @@ __all__ = [
     "CopyModule",
     "JsonModule",
     "all_dicts",
-    "dict_copies",
-    "holds_any",
     "like",
     "make_clone_original_input",
     "make_dedupe_key",
@@ -56,6 +54,7 @@ __all__ = [
     "make_fingerprint_input_item",
     "make_normalize_input_items_for_api",
     "make_to_dump_compatible",
+    "plain_copies",
     "stripped_keys",
 ]
 
@@ -255,15 +254,13 @@ def stripped_keys(strip: Callable[[Any], Any]) -> frozenset[str] | None:
     return frozenset(probe) - frozenset(result)
 
 
-def holds_any(items: list[dict[str, Any]], keys: frozenset[str]) -> bool:
-    return any(any(map(dict.__contains__, items, repeat(key))) for key in keys)
-
-
-def dict_copies(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A shallow copy of each item (all exact dicts), with the collector paused:
-    ``map()`` calling ``dict`` on exact dicts is a C loop that runs no Python code."""
+def plain_copies(items: Any, without: frozenset[str] = frozenset()) -> list[Any] | None:
+    """``dict(item)`` of every item, when ``items`` is an exact list of exact dicts none
+    of which holds a key in ``without``; else None. One engine pass, collector paused
+    (the copies are new containers, not cycles)."""
     with collector_paused():
-        return list(map(dict, items))
+        copies = engine.shallow_dict_copies(items, tuple(without))
+    return None if copies is NotImplemented else cast("list[Any]", copies)
 
 
 def make_normalize_input_items_for_api(
@@ -276,10 +273,14 @@ def make_normalize_input_items_for_api(
 
     @like(original)
     def normalize_input_items_for_api(items: list[Any]) -> list[Any]:
-        if type(items) is not list or not unchanged() or not all_dicts(items):
+        if not unchanged():
             return original(items)
-        if keys is not None and not holds_any(items, keys):
-            return dict_copies(items)
+        if keys is not None:
+            copies = plain_copies(items, keys)
+            if copies is not None:
+                return copies
+        if type(items) is not list or not all_dicts(items):
+            return original(items)
         # strip copies: what it returns for the item equals what it returns for a copy.
         return list(map(module.strip_internal_input_item_metadata, items))
 
