@@ -21,6 +21,8 @@ from __future__ import annotations
 import inspect
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from itertools import compress
+from operator import not_
 from types import ModuleType
 from typing import Any
 
@@ -126,20 +128,21 @@ def _by_identity(
     compared by content, and only then are keys needed: the common callbacks (keep,
     trim, reorder, append) never need one.
     """
+    ids = list(map(id, combined))
+    in_history = list(map(original_history_ids.__contains__, ids))
+    positions = range(len(combined))
+    # Taking a history copy as a history or a new-item occurrence only lowers counts
+    # that no other item here reads (other objects, or content never compared).
+    prune = set(compress(positions, in_history))
     new_refs: dict[int, int] = Counter(map(id, new_items))
-    prune: set[int] = set()
     appended: list[Any] = []
-    for position, item in enumerate(combined):
-        ident = id(item)
-        if ident in original_history_ids:
-            # Taking it as a history or a new-item occurrence only lowers counts that
-            # no other item here reads (other objects, or content never compared).
-            prune.add(position)
-        elif new_refs.get(ident):
-            new_refs[ident] -= 1
-            appended.append(item)
-        else:
+    # The rest (the few new items, usually) one by one, in order.
+    for position in compress(positions, map(not_, in_history)):
+        ident = ids[position]
+        if not new_refs.get(ident):
             return None
+        new_refs[ident] -= 1
+        appended.append(combined[position])
     return prune, appended
 
 
