@@ -32,7 +32,7 @@ mod py;
 mod _core {
     use pyo3::exceptions::PyTypeError;
     use pyo3::prelude::*;
-    use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+    use pyo3::types::{PyBytes, PyDict, PyList, PySet, PyString, PyTuple};
 
     use crate::core::canonical;
     use crate::core::classify;
@@ -376,6 +376,61 @@ mod _core {
         };
         let kept = orphans::kept(&items, &pruning)?;
         items.pick(&kept)
+    }
+
+    /// ``drop_orphan_function_calls(items, pruning_indexes, output_pruning_indexes=...)``
+    /// when that is the OpenAI Agents SDK's result by construction, else NotImplemented:
+    /// for anything but an exact list of exact dicts whose ``type`` and ``call_id`` (and a
+    /// shell call's ``status``) are exact str or missing, whose dict ``caller`` is an exact
+    /// dict with such ``type`` and ``caller_id``, with index sets that are None or exact
+    /// sets of ints, and no reasoning item outside ``pruning_indexes``; and whenever
+    /// ``watch`` is given and not intact.
+    #[pyfunction]
+    #[pyo3(signature = (items, pruning_indexes=None, *, output_pruning_indexes=None, watch=None))]
+    fn screened_drop_orphan_function_calls<'py>(
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        pruning_indexes: Option<&Bound<'py, PyAny>>,
+        output_pruning_indexes: Option<&Bound<'py, PyAny>>,
+        watch: Option<PyRef<'py, NameWatch>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let declined = py.NotImplemented().into_bound(py);
+        if let Some(watch) = watch {
+            if !watch.intact(py)? {
+                return Ok(declined);
+            }
+        }
+        let plain_set = |value: Option<&Bound<'py, PyAny>>| {
+            value.is_none_or(|value| value.is_none() || value.is_exact_instance_of::<PySet>())
+        };
+        if !items.is_exact_instance_of::<PyList>()
+            || !plain_set(pruning_indexes)
+            || !plain_set(output_pruning_indexes)
+        {
+            return Ok(declined);
+        }
+        let items = Items::of(items, "items")?;
+        let masks = index_mask(pruning_indexes, "pruning_indexes", items.len()).and_then(|mask| {
+            let output = index_mask(
+                output_pruning_indexes,
+                "output_pruning_indexes",
+                items.len(),
+            )?;
+            Ok((mask, output))
+        });
+        // Positions that are not ints: the SDK's membership tests decide.
+        let Ok((prunable, output_prunable)) = masks else {
+            return Ok(declined);
+        };
+        if !orphans::screened(&items, prunable.as_deref())? {
+            return Ok(declined);
+        }
+        let pruning = Pruning {
+            prunable: prunable.as_deref(),
+            output_prunable: output_prunable.as_deref(),
+        };
+        let kept = orphans::kept(&items, &pruning)?;
+        Ok(items.pick(&kept)?.into_any())
     }
 
     // --- model-input rules ------------------------------------------------------------

@@ -24,6 +24,7 @@ __all__ = [
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "screened_drop_orphan_function_calls",
     "shallow_dict_copies",
     "sorted_json_text",
 ]
@@ -60,6 +61,13 @@ def decode_rows(
     fast: Callable[[Any], Any],
     exact: Callable[[Any], Any],
     skipped: tuple[type[BaseException], ...],
+) -> Any: ...
+def screened_drop_orphan_function_calls(
+    items: Any,
+    pruning_indexes: Any = None,
+    *,
+    output_pruning_indexes: Any = None,
+    watch: NameWatch | None = None,
 ) -> Any: ...
 def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any: ...
 def screened_dedupe_key(item: Any, watch: NameWatch | None = None) -> Any: ...

@@ -5,6 +5,7 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
 
 use super::args::Items;
 use super::extract::{is_str, DictPayload, FieldValue, Reader};
@@ -99,4 +100,58 @@ fn orphan_facts(payload: &DictPayload<'_>, ids: &mut Strings) -> PyResult<ItemFa
         caller_type_opaque: false,
         status,
     })
+}
+
+/// `value` is missing, None or an exact str: a field the SDK compares with `==` and in
+/// sets reads the same in histcore only then.
+fn plain_text(value: Option<&Bound<'_, PyAny>>) -> bool {
+    value.is_none_or(|value| value.is_none() || value.is_exact_instance_of::<PyString>())
+}
+
+/// Whether histcore's pruning of `items` is the OpenAI Agents SDK's by construction: every
+/// item an exact dict whose `type` and `call_id` (and a shell call's `status`) are exact
+/// str or missing, every `caller` that is a dict an exact one with such `type` and
+/// `caller_id`, and, given `prunable`, no reasoning item outside it (the SDK keeps such
+/// an item where histcore may drop it with its call). Reads dict fields only: no Python
+/// code of the items runs.
+pub fn screened(items: &Items<'_>, prunable: Option<&[bool]>) -> PyResult<bool> {
+    let py = items.py();
+    for (position, item) in items.iter().enumerate() {
+        let item = item?;
+        let Ok(item) = item.cast_exact::<PyDict>() else {
+            return Ok(false);
+        };
+        let kind = item.get_item(intern!(py, "type"))?;
+        if !plain_text(kind.as_ref())
+            || !plain_text(item.get_item(intern!(py, "call_id"))?.as_ref())
+        {
+            return Ok(false);
+        }
+        let kind = match &kind {
+            Some(kind) if kind.is_exact_instance_of::<PyString>() => Some(str_bytes(kind)?),
+            _ => None,
+        };
+        let kind = kind.as_ref().map(|kind| kind.as_bytes());
+        if kind == Some(b"shell_call".as_slice())
+            && !plain_text(item.get_item(intern!(py, "status"))?.as_ref())
+        {
+            return Ok(false);
+        }
+        if kind == Some(b"reasoning".as_slice()) && prunable.is_some_and(|mask| !mask[position]) {
+            return Ok(false);
+        }
+        if let Some(caller) = item.get_item(intern!(py, "caller"))? {
+            if caller.is_instance_of::<PyDict>() {
+                let Ok(caller) = caller.cast_exact::<PyDict>() else {
+                    return Ok(false);
+                };
+                if !plain_text(caller.get_item(intern!(py, "type"))?.as_ref())
+                    || !plain_text(caller.get_item(intern!(py, "caller_id"))?.as_ref())
+                {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    Ok(true)
 }

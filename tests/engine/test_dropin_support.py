@@ -223,3 +223,111 @@ def test_shallow_dict_copies_decline_what_is_not_an_exact_list(engine: ModuleTyp
     assert engine.shallow_dict_copies(Items([{"a": 1}]), ()) is NotImplemented
     assert engine.shallow_dict_copies([{"a": 1}, [1]], ()) is NotImplemented
     assert engine.shallow_dict_copies([], ()) == []
+
+
+# --- screened_drop_orphan_function_calls ---------------------------------------------
+
+
+class CallerDict(dict[str, Any]):
+    pass
+
+
+ORPHAN_AWKWARD = st.sampled_from([Text("function_call"), Text("c0"), 3, None, ("t",)])
+
+
+@st.composite
+def orphan_items(draw: st.DrawFn) -> Any:
+    kind = draw(
+        st.sampled_from(
+            ["function_call", "function_call_output", "shell_call", "reasoning", "program", None]
+        )
+    )
+    item: dict[str, Any] = {} if kind is None else {"type": kind}
+    if draw(st.booleans()):
+        item["call_id"] = draw(st.sampled_from(["c0", "c1"]))
+    if kind == "shell_call" and draw(st.booleans()):
+        item["status"] = draw(st.sampled_from(["in_progress", "completed"]))
+    if draw(st.booleans()):
+        caller = {"type": "program", "caller_id": draw(st.sampled_from(["c0", "c1"]))}
+        item["caller"] = draw(st.sampled_from([caller, CallerDict(caller), "program", 5]))
+    if draw(st.integers(0, 4)) == 0:
+        field = draw(st.sampled_from(["type", "call_id", "status"]))
+        item[field] = draw(ORPHAN_AWKWARD)
+    if type(item.get("caller")) is dict and draw(st.integers(0, 4)) == 0:
+        item["caller"] = {**item["caller"], "caller_id": draw(ORPHAN_AWKWARD)}
+    return draw(st.sampled_from([item, item, item, Text("junk"), ("not", "a", "dict")]))
+
+
+def _orphan_expected_screen(items: list[Any], pruning: Any, output_pruning: Any) -> bool:
+    def plain(value: Any) -> bool:
+        return value is None or type(value) is str
+
+    for indexes in (pruning, output_pruning):
+        if indexes is not None and (
+            type(indexes) is not set or any(isinstance(i, bool) for i in indexes)
+        ):
+            return False
+    for position, item in enumerate(items):
+        if type(item) is not dict:
+            return False
+        kind = item.get("type")
+        if not plain(kind) or not plain(item.get("call_id")):
+            return False
+        if kind == "shell_call" and not plain(item.get("status")):
+            return False
+        if kind == "reasoning" and pruning is not None and position not in pruning:
+            return False
+        caller = item.get("caller")
+        if isinstance(caller, dict) and (
+            type(caller) is not dict
+            or not plain(caller.get("type"))
+            or not plain(caller.get("caller_id"))
+        ):
+            return False
+    return True
+
+
+INDEX_SETS = st.one_of(
+    st.none(),
+    st.sets(st.integers(0, 8), max_size=6),
+    st.sets(st.integers(0, 8), max_size=3).map(frozenset),
+    st.just({True}),
+)
+
+
+@PROPERTY
+@given(items=st.lists(orphan_items(), max_size=9), pruning=INDEX_SETS, output_pruning=INDEX_SETS)
+def test_screened_orphan_pruning_is_the_pruning_or_not_implemented(
+    pure: ModuleType, core: ModuleType, items: list[Any], pruning: Any, output_pruning: Any
+) -> None:
+    if _orphan_expected_screen(items, pruning, output_pruning):
+        expected = _outcome(
+            lambda: pure.drop_orphan_function_calls(
+                items, pruning, output_pruning_indexes=output_pruning
+            )
+        )
+    else:
+        expected = ("ok", NotImplemented)
+
+    def screened(engine: ModuleType) -> tuple[str, Any]:
+        return _outcome(
+            lambda: engine.screened_drop_orphan_function_calls(
+                items, pruning, output_pruning_indexes=output_pruning
+            )
+        )
+
+    assert screened(pure) == expected
+    assert screened(core) == expected
+
+
+def test_screened_orphan_pruning_declines_when_the_watch_is_not_intact(
+    engine: ModuleType,
+) -> None:
+    namespace: dict[str, Any] = {"helper": len}
+    watch = engine.NameWatch([(namespace, ("helper",))])
+    items = [{"type": "function_call", "call_id": "c0"}]
+    assert engine.screened_drop_orphan_function_calls(items, watch=watch) is NotImplemented
+    watch.arm()
+    assert engine.screened_drop_orphan_function_calls(items, watch=watch) == []
+    namespace["helper"] = str
+    assert engine.screened_drop_orphan_function_calls(items, watch=watch) is NotImplemented

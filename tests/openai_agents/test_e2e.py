@@ -197,7 +197,11 @@ def test_runner_results_are_identical_with_install(
     hits.spy(
         histcore.engine.items, "screened_deduplicate", useful=lambda r: r is not NotImplemented
     )
-    hits.spy(histcore.engine.items, "drop_orphan_function_calls")
+    hits.spy(
+        histcore.engine.items,
+        "screened_drop_orphan_function_calls",
+        useful=lambda r: r is not NotImplemented,
+    )
     hits.spy(_replacements, "dump_compatible_copy", useful=lambda r: r is not None)
     hits.spy(_replacements, "deep_copy", useful=lambda r: r is not None)
     hits.spy(_session_keys, "canonical_key_table", useful=lambda r: r is not None)
@@ -212,7 +216,7 @@ def test_runner_results_are_identical_with_install(
     assert len(plain.model_inputs) == 2 * len(SCRIPT)
     expected_paths = {
         "screened_deduplicate",
-        "drop_orphan_function_calls",
+        "screened_drop_orphan_function_calls",
         "dump_compatible_copy",
         "deep_copy",
     }

@@ -27,6 +27,7 @@ sorted_json_text = engine.sorted_json_text
 screened_dedupe_key = engine.screened_dedupe_key
 screened_deduplicate = engine.screened_deduplicate
 shallow_dict_copies = engine.shallow_dict_copies
+screened_drop_orphan_function_calls = engine.screened_drop_orphan_function_calls
 NameWatch = engine.NameWatch
 MAX_DEPTH: int = engine.MAX_DEPTH
 
@@ -51,6 +52,7 @@ __all__ = [
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "screened_drop_orphan_function_calls",
     "shallow_dict_copies",
     "sorted_json_text",
 ]

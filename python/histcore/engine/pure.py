@@ -54,6 +54,7 @@ __all__ = [
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "screened_drop_orphan_function_calls",
     "shallow_dict_copies",
     "sorted_json_text",
 ]
@@ -832,6 +833,7 @@ from histcore.engine.pure_dropin import (  # noqa: E402
     NameWatch,
     screened_dedupe_key,
     screened_deduplicate,
+    screened_drop_orphan_function_calls,
     shallow_dict_copies,
 )
 from histcore.engine.pure_rows import decode_rows  # noqa: E402

@@ -15,13 +15,21 @@ from operator import is_
 from typing import Any
 
 from histcore.engine.pure import (
+    _index_mask,
     dedupe_key,
     deduplicate_input_items,
     deduplicate_input_items_preferring_latest,
+    drop_orphan_function_calls,
 )
 from histcore.engine.pure_args import as_list, str_tuple
 
-__all__ = ["NameWatch", "screened_dedupe_key", "screened_deduplicate", "shallow_dict_copies"]
+__all__ = [
+    "NameWatch",
+    "screened_dedupe_key",
+    "screened_deduplicate",
+    "screened_drop_orphan_function_calls",
+    "shallow_dict_copies",
+]
 
 _ID_FIELDS = ("call_id", "id", "approval_request_id")
 
@@ -70,6 +78,65 @@ def screened_deduplicate(
     if preferring_latest:
         return deduplicate_input_items_preferring_latest(items)
     return deduplicate_input_items(items)
+
+
+def _plain_text(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _orphan_screened(items: list[Any], prunable: list[bool] | None) -> bool:
+    """The screen of ``screened_drop_orphan_function_calls`` (its docstring)."""
+    for position, item in enumerate(items):
+        if type(item) is not dict:
+            return False
+        kind = item.get("type")
+        if not _plain_text(kind) or not _plain_text(item.get("call_id")):
+            return False
+        if kind == "shell_call" and not _plain_text(item.get("status")):
+            return False
+        if kind == "reasoning" and prunable is not None and not prunable[position]:
+            return False
+        caller = item.get("caller")
+        if isinstance(caller, dict) and (
+            type(caller) is not dict
+            or not _plain_text(caller.get("type"))
+            or not _plain_text(caller.get("caller_id"))
+        ):
+            return False
+    return True
+
+
+def screened_drop_orphan_function_calls(
+    items: Any,
+    pruning_indexes: Any = None,
+    *,
+    output_pruning_indexes: Any = None,
+    watch: NameWatch | None = None,
+) -> Any:
+    """``drop_orphan_function_calls(items, pruning_indexes, output_pruning_indexes=...)``
+    when that is the OpenAI Agents SDK's result by construction, else NotImplemented:
+    for anything but an exact list of exact dicts whose ``type`` and ``call_id`` (and a
+    shell call's ``status``) are exact str or missing, whose dict ``caller`` is an exact
+    dict with such ``type`` and ``caller_id``, with index sets that are None or exact
+    sets of ints, and no reasoning item outside ``pruning_indexes``; and whenever
+    ``watch`` is given and not intact."""
+    if watch is not None and not watch.intact():
+        return NotImplemented
+    if type(items) is not list or not all(
+        indexes is None or type(indexes) is set
+        for indexes in (pruning_indexes, output_pruning_indexes)
+    ):
+        return NotImplemented
+    try:
+        prunable = _index_mask(pruning_indexes, "pruning_indexes", len(items))
+        _index_mask(output_pruning_indexes, "output_pruning_indexes", len(items))
+    except TypeError:
+        return NotImplemented  # positions that are not ints: the SDK's membership tests decide
+    if not _orphan_screened(items, prunable):
+        return NotImplemented
+    return drop_orphan_function_calls(
+        items, pruning_indexes, output_pruning_indexes=output_pruning_indexes
+    )
 
 
 def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any:

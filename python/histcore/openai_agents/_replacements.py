@@ -2,11 +2,11 @@
 
 Each ``make_*`` takes the SDK's original and returns a function with its signature.
 The stand-in takes histcore's path only for input on which histcore's result is the
-SDK's (the dedupe helpers leave that screen to the engine, which answers
-NotImplemented where it cannot promise the SDK's result; the others use cheap, mostly
-C-level passes over the list); on anything else it calls the original, so every input
-gets the SDK's answer, including its exceptions. What each screen rules out, and why,
-is said where it is.
+SDK's, and the engine decides that in the pass that computes it (the ``screened_*``
+functions, ``shallow_dict_copies`` and ``plain_json_copy`` answer NotImplemented or
+None where they cannot promise the SDK's result); on anything else it calls the
+original, so every input gets the SDK's answer, including its exceptions. What each
+screen rules out, and why, is said where it is.
 
 Where the two could differ on plain dict items:
 
@@ -16,7 +16,8 @@ Where the two could differ on plain dict items:
 * orphan pruning: the SDK reads only dicts, compares ``type``, ``call_id``,
   ``status`` and ``caller`` fields with ``==`` and in sets, and, given
   ``pruning_indexes``, drops a reasoning item outside them when the call it precedes
-  goes, where histcore keeps it (an intended difference): such lists go to the SDK.
+  goes, where histcore keeps it (an intended difference): such lists go to the SDK
+  (``screened_drop_orphan_function_calls``).
 
 The others produce the SDK's very values by cheaper means: fingerprints with a reused
 C encoder (``_sorted_json``), normalisation with one shallow copy per dict instead of
@@ -29,8 +30,6 @@ import copy as stdlib_copy
 import functools
 import json as stdlib_json
 from collections.abc import Callable, Sequence
-from itertools import compress, repeat
-from operator import is_not
 from types import ModuleType
 from typing import Any, cast
 
@@ -71,13 +70,6 @@ def intact(watch: Watch | None) -> Callable[[], bool]:
     """The check a replacement makes before taking its own path: that nothing its
     original looks up was rebound (``_watch``). Without a watch, always true."""
     return _always if watch is None else watch.check.intact
-
-
-_STR_OR_NONE = frozenset({str, type(None)})
-
-
-def _field_types(items: list[dict[str, Any]], field: str) -> set[type]:
-    return set(map(type, map(dict.get, items, repeat(field))))
 
 
 def all_dicts(items: list[Any]) -> bool:
@@ -128,57 +120,11 @@ def make_deduplicate(
 # --- orphan pruning ----------------------------------------------------------------
 
 
-def _plain_callers(items: list[dict[str, Any]]) -> bool:
-    """Program-caller fields histcore reads exactly as the SDK does."""
-    callers = list(map(dict.get, items, repeat("caller")))
-    # compress() skips the (usual) missing callers in C, without asking any object for
-    # its truth value.
-    for caller in compress(callers, map(is_not, callers, repeat(None))):
-        if not isinstance(caller, dict):
-            continue  # the SDK ignores a caller that is not a dict, as histcore does
-        if type(caller) is not dict:
-            return False
-        if type(caller.get("type")) not in _STR_OR_NONE:
-            return False
-        if type(caller.get("caller_id")) not in _STR_OR_NONE:
-            return False
-    return True
-
-
-def _reasoning_outside(types: list[Any], pruning_indexes: Any) -> bool:
-    """Whether a reasoning item sits at a position not in ``pruning_indexes``."""
-    position = -1
-    while True:
-        try:
-            position = types.index("reasoning", position + 1)
-        except ValueError:
-            return False
-        try:
-            if position not in pruning_indexes:
-                return True
-        except Exception:
-            return True  # an odd index container: let the SDK's own tests meet it
-
-
-def _orphan_screen(items: list[Any], pruning_indexes: Any) -> bool:
-    if not all_dicts(items):
-        return False
-    types = list(map(dict.get, items, repeat("type")))
-    if not set(map(type, types)) <= _STR_OR_NONE:
-        return False
-    if not _field_types(items, "call_id") <= _STR_OR_NONE:
-        return False
-    if "shell_call" in types and not _field_types(items, "status") <= _STR_OR_NONE:
-        return False
-    if not _plain_callers(items):
-        return False
-    return pruning_indexes is None or not _reasoning_outside(types, pruning_indexes)
-
-
 def make_drop_orphan_function_calls(
     original: Callable[..., list[Any]], watch: Watch | None = None
 ) -> Callable[..., list[Any]]:
-    unchanged = intact(watch)
+    screened = engine.screened_drop_orphan_function_calls
+    check = None if watch is None else watch.check
 
     @like(original)
     def drop_orphan_function_calls(
@@ -187,14 +133,11 @@ def make_drop_orphan_function_calls(
         pruning_indexes: set[int] | None = None,
         output_pruning_indexes: set[int] | None = None,
     ) -> list[Any]:
-        if type(items) is list and unchanged() and _orphan_screen(items, pruning_indexes):
-            try:
-                kept: list[Any] = engine.drop_orphan_function_calls(
-                    items, pruning_indexes, output_pruning_indexes=output_pruning_indexes
-                )
-                return kept
-            except TypeError:
-                pass  # index sets holding non-ints: the SDK's membership tests decide
+        kept = screened(
+            items, pruning_indexes, output_pruning_indexes=output_pruning_indexes, watch=check
+        )
+        if kept is not NotImplemented:
+            return cast("list[Any]", kept)
         return original(
             items, pruning_indexes=pruning_indexes, output_pruning_indexes=output_pruning_indexes
         )
