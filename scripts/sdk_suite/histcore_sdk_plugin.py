@@ -199,7 +199,7 @@ class _Trace:
             module = importlib.import_module(group.module)
             planned = []
             for target in group.targets:
-                original = getattr(module, target.attr)
+                original = getattr(target.holder(module), target.attr)
                 planned.append(
                     _patches.Planned(target, original, _recording(original, self.note), Watch([]))
                 )
