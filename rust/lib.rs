@@ -591,6 +591,45 @@ mod _core {
 
     // --- json.dumps(value, sort_keys=True, default=str) text --------------------------
 
+    /// ``sorted_json_text(item, skip)`` of each item that is an exact dict, None for any
+    /// other item (and where that text is None), in order: one call for a whole list.
+    #[pyfunction]
+    #[pyo3(signature = (items, skip = None))]
+    fn dict_sorted_json_texts<'py>(
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        skip: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let left_out = skipped_names(skip)?;
+        let items = Items::of(items, "items")?;
+        let mut walker = crate::py::sorted_json::SortedJson::reuse(py);
+        let texts = new_list(py, items.len(), |index| {
+            let item = items.get(index)?;
+            if !item.is_exact_instance_of::<PyDict>() {
+                return Ok(py.None().into_bound(py));
+            }
+            Ok(match walker.text(&item, &left_out) {
+                Some(bytes) => to_py_string(py, bytes)?.into_any(),
+                None => py.None().into_bound(py),
+            })
+        });
+        walker.recycle();
+        texts
+    }
+
+    /// The top-level keys a sorted-JSON text leaves out, from an optional tuple of str.
+    fn skipped_names<'py>(
+        skip: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<crate::py::text::Text<'py>>> {
+        let mut left_out = Vec::new();
+        if let Some(skip) = skip {
+            for name in str_tuple(skip, "skip")? {
+                left_out.push(crate::py::text::Text::of_str(name.into_any())?);
+            }
+        }
+        Ok(left_out)
+    }
+
     /// ``json.dumps(value, sort_keys=True, default=str)`` of a value made only of exact
     /// dicts with str keys, lists, tuples, str, int, float, bool and None, nested at most
     /// MAX_DEPTH levels, leaving out the top-level dict keys named in ``skip`` (a tuple of
@@ -602,12 +641,7 @@ mod _core {
         value: &Bound<'py, PyAny>,
         skip: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
-        let mut left_out = Vec::new();
-        if let Some(skip) = skip {
-            for name in str_tuple(skip, "skip")? {
-                left_out.push(crate::py::text::Text::of_str(name.into_any())?);
-            }
-        }
+        let left_out = skipped_names(skip)?;
         let mut walker = crate::py::sorted_json::SortedJson::reuse(py);
         let text = match walker.text(value, &left_out) {
             Some(bytes) => to_py_string(py, bytes).map(Some),

@@ -17,6 +17,7 @@ __all__ = [
     "deduplicate_input_items",
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
+    "dict_sorted_json_texts",
     "drop_orphan_function_calls",
     "input_problems",
     "long_integer_candidates",
@@ -69,6 +70,7 @@ def screened_drop_orphan_function_calls(
     output_pruning_indexes: Any = None,
     watch: NameWatch | None = None,
 ) -> Any: ...
+def dict_sorted_json_texts(items: Any, skip: tuple[str, ...] | None = None) -> list[str | None]: ...
 def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any: ...
 def screened_dedupe_key(item: Any, watch: NameWatch | None = None) -> Any: ...
 def screened_deduplicate(

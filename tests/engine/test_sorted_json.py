@@ -160,3 +160,34 @@ def test_shared_values_are_written_each_time(engine: ModuleType) -> None:
     shared = {"k": [1, 2]}
     value = [shared, shared, (shared,)]
     assert engine.sorted_json_text(value) == dumps(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    items=st.lists(
+        st.one_of(
+            json_values(),
+            exotic_values,
+            st.dictionaries(unicode_text, json_values(max_leaves=4), max_size=3),
+        ),
+        max_size=6,
+    ),
+    skip=st.sampled_from([None, (), ("a",), ("created_by", "id")]),
+)
+def test_dict_texts_are_each_dicts_text(
+    pure: ModuleType, core: ModuleType, items: list[Any], skip: Any
+) -> None:
+    expected = [pure.sorted_json_text(item, skip) if type(item) is dict else None for item in items]
+    assert pure.dict_sorted_json_texts(items, skip) == expected
+    assert core.dict_sorted_json_texts(items, skip) == expected
+
+
+def test_dict_texts_name_a_bad_skip_alike(pure: ModuleType, core: ModuleType) -> None:
+    for skip in (["a"], ("a", 1)):
+        messages = []
+        for engine in (pure, core):
+            with pytest.raises(TypeError) as caught:
+                engine.dict_sorted_json_texts([{}], skip)
+            messages.append(str(caught.value))
+        assert messages[0] == messages[1]
+        assert messages[0].startswith("skip must be a tuple of str")

@@ -500,6 +500,24 @@ def test_session_item_key_text_is_byte_identical(item: Any, ignore_ids: bool) ->
     )
 
 
+REPLACED_FREQUENCY_MAP = session_keys.make_build_frequency_map(
+    REPLACED_SESSION_KEY, sdk_session._build_frequency_map, None, sdk_session
+)
+
+
+@SETTINGS
+@given(items=st.lists(keyed_items(), max_size=8), ignore_ids=st.booleans())
+def test_frequency_map_is_the_sdks_in_order(items: list[Any], ignore_ids: bool) -> None:
+    # Often whole lists of plain dicts (the engine keys them in one call), else the loop.
+    kwargs = {"ignore_openai_conversation_item_ids": ignore_ids}
+    expected = outcome(sdk_session._build_frequency_map, items, **kwargs)
+    actual = outcome(REPLACED_FREQUENCY_MAP, items, **kwargs)
+    assert actual == expected
+    if expected[0] == "ok":
+        assert list(actual[1].items()) == list(expected[1].items())
+        assert type(actual[1]) is dict
+
+
 def test_fingerprint_of_unencodable_structures_is_the_sdks() -> None:
     cyclic: dict[str, Any] = {"type": "message"}
     cyclic["self"] = cyclic

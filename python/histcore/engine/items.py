@@ -27,6 +27,7 @@ sorted_json_text = engine.sorted_json_text
 screened_dedupe_key = engine.screened_dedupe_key
 screened_deduplicate = engine.screened_deduplicate
 shallow_dict_copies = engine.shallow_dict_copies
+dict_sorted_json_texts = engine.dict_sorted_json_texts
 screened_drop_orphan_function_calls = engine.screened_drop_orphan_function_calls
 NameWatch = engine.NameWatch
 MAX_DEPTH: int = engine.MAX_DEPTH
@@ -46,6 +47,7 @@ __all__ = [
     "deduplicate_input_items",
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
+    "dict_sorted_json_texts",
     "drop_orphan_function_calls",
     "input_problems",
     "plain_json_copy",

@@ -47,6 +47,7 @@ __all__ = [
     "deduplicate_input_items",
     "deduplicate_input_items_preferring_latest",
     "deep_copy_items",
+    "dict_sorted_json_texts",
     "drop_orphan_function_calls",
     "input_problems",
     "long_integer_candidates",
@@ -831,6 +832,7 @@ def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | N
 # The drop-in support reads the functions above: imported once they exist.
 from histcore.engine.pure_dropin import (  # noqa: E402
     NameWatch,
+    dict_sorted_json_texts,
     screened_dedupe_key,
     screened_deduplicate,
     screened_drop_orphan_function_calls,

@@ -20,11 +20,13 @@ from histcore.engine.pure import (
     deduplicate_input_items,
     deduplicate_input_items_preferring_latest,
     drop_orphan_function_calls,
+    sorted_json_text,
 )
 from histcore.engine.pure_args import as_list, str_tuple
 
 __all__ = [
     "NameWatch",
+    "dict_sorted_json_texts",
     "screened_dedupe_key",
     "screened_deduplicate",
     "screened_drop_orphan_function_calls",
@@ -154,6 +156,15 @@ def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any:
         # The list changed under a key comparison's user code.
         raise RuntimeError("items changed during the copy")
     return list(map(dict.copy, items))
+
+
+def dict_sorted_json_texts(items: Any, skip: tuple[str, ...] | None = None) -> list[str | None]:
+    """``sorted_json_text(item, skip)`` of each item that is an exact dict, None for any
+    other item (and where that text is None), in order: one call for a whole list."""
+    if skip is not None:
+        skip = str_tuple(skip, "skip")
+    items = as_list(items, "items")
+    return [sorted_json_text(item, skip) if type(item) is dict else None for item in items]
 
 
 def _members(value: Any) -> tuple[Any, ...] | None:

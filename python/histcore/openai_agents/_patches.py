@@ -256,8 +256,8 @@ GROUPS: tuple[Group, ...] = (
             ),
             Target(
                 "_build_frequency_map",
-                lambda original, _, built, watch: session_keys.make_build_frequency_map(
-                    built["_session_item_key"], original, watch
+                lambda original, module, built, watch: session_keys.make_build_frequency_map(
+                    built["_session_item_key"], original, watch, module
                 ),
             ),
             Target(

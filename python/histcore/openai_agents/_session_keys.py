@@ -29,6 +29,7 @@ names (``_patches``); outside such a call the key is the SDK's text.
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from itertools import repeat
@@ -302,10 +303,18 @@ def make_build_frequency_map(
     key: KeyFunction,
     original: Callable[..., dict[Any, int]] | None = None,
     watch: Watch | None = None,
+    module: ModuleType | None = None,
 ) -> Callable[..., dict[Any, int]]:
     """``_build_frequency_map`` counting by the same keys as the reference map (the
-    SDK's own, with ``original`` and ``watch``, once anything was rebound)."""
+    SDK's own, with ``original`` and ``watch``, once anything was rebound).
+
+    Outside a preparation (no keys decided), a list of dicts whose every key the engine
+    writes (``module``'s stripping known) is keyed in one engine call and counted in C.
+    """
     unchanged = intact(watch)
+    stripped = None if module is None else stripped_keys(module.strip_internal_input_item_metadata)
+    batch = ENGINE_TEXT is not None and stripped is not None
+    skip = tuple(sorted(stripped or ()))
 
     def _build_frequency_map(
         items: Iterable[Any], *, ignore_openai_conversation_item_ids: bool = False
@@ -315,6 +324,16 @@ def make_build_frequency_map(
                 items, ignore_openai_conversation_item_ids=ignore_openai_conversation_item_ids
             )
         _decide(ignore_openai_conversation_item_ids)
+        if (
+            batch
+            and type(items) is list
+            and not ignore_openai_conversation_item_ids
+            and CALL.get() is None
+        ):
+            texts = engine.dict_sorted_json_texts(items, skip)
+            if None not in texts:
+                # Counter counts in C, keys in first-seen order, as the loop below.
+                return dict(Counter(texts))
         counts: dict[Key, int] = {}
         for item in items:
             text = key(
