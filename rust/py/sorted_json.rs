@@ -39,10 +39,30 @@ fn key_prefix(key: &[u8]) -> u64 {
     prefix
 }
 
+/// The entry buffers of a finished walk, emptied: only their allocations are kept.
+type SparePools = Vec<Vec<Entry<'static>>>;
+
 thread_local! {
     /// The output buffer of the last walk on this thread (one call per item from Python
     /// loops, where an allocation per call would show).
     static SPARE_OUT: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
+    /// The last walk's entry buffers, one per depth, for the same reason.
+    static SPARE_POOLS: Cell<Option<SparePools>> = const { Cell::new(None) };
+}
+
+/// `pools` emptied and relabelled with another lifetime, keeping the allocations (an
+/// in-place collect of an empty vector: no entry, so no reference, crosses over).
+fn relabel<'a, 'b>(pools: Vec<Vec<Entry<'a>>>) -> Vec<Vec<Entry<'b>>> {
+    pools
+        .into_iter()
+        .map(|mut entries| {
+            entries.clear();
+            entries
+                .into_iter()
+                .map(|_| unreachable!("emptied above"))
+                .collect()
+        })
+        .collect()
 }
 
 /// One walk's state: the text so far and the entry buffers of the dicts being written.
@@ -59,17 +79,22 @@ impl<'py> SortedJson<'py> {
     pub fn reuse(py: Python<'py>) -> Self {
         let mut out = SPARE_OUT.with(Cell::take).unwrap_or_default();
         out.clear();
+        let pools = SPARE_POOLS
+            .with(Cell::take)
+            .map(relabel)
+            .unwrap_or_default();
         SortedJson {
             py,
             out,
-            pools: Vec::new(),
+            pools,
             int_repr: None,
         }
     }
 
-    /// Hand the buffer back for the next [`SortedJson::reuse`] on this thread.
+    /// Hand the buffers back for the next [`SortedJson::reuse`] on this thread.
     pub fn recycle(self) {
         SPARE_OUT.with(|spare| spare.set(Some(self.out)));
+        SPARE_POOLS.with(|spare| spare.set(Some(relabel(self.pools))));
     }
 
     /// The text of `value` (ASCII bytes), top-level dict keys equal to one of `skip`
