@@ -57,6 +57,9 @@ mod _core {
     use crate::py::watch::NameWatch;
 
     #[pymodule_export]
+    use crate::py::dict_text::DictText;
+
+    #[pymodule_export]
     const MAX_DEPTH: usize = canonical::MAX_DEPTH;
 
     #[pymodule_init]

@@ -5,6 +5,7 @@ from typing import Any, Final, final
 
 __all__ = [
     "MAX_DEPTH",
+    "DictText",
     "NameWatch",
     "build_profile",
     "canonical_json",
@@ -89,3 +90,14 @@ class NameWatch:
     def arm(self) -> None: ...
     def disarm(self) -> None: ...
     def intact(self) -> bool: ...
+
+@final
+class DictText:
+    def __new__(
+        cls,
+        fallback: Callable[..., Any],
+        skip: tuple[str, ...],
+        skip_with_ids: tuple[str, ...],
+        watch: NameWatch | None = None,
+    ) -> DictText: ...
+    def __call__(self, item: Any, *args: Any, **kwargs: Any) -> Any: ...

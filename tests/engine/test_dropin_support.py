@@ -331,3 +331,58 @@ def test_screened_orphan_pruning_declines_when_the_watch_is_not_intact(
     assert engine.screened_drop_orphan_function_calls(items, watch=watch) == []
     namespace["helper"] = str
     assert engine.screened_drop_orphan_function_calls(items, watch=watch) is NotImplemented
+
+
+# --- DictText ------------------------------------------------------------------------
+
+SKIP = ("created_by",)
+SKIP_IDS = ("created_by", "id")
+
+
+def _fallback(item: Any, *args: Any, **kwargs: Any) -> tuple[str, Any, Any, Any]:
+    return ("fallback", repr(item), args, kwargs)
+
+
+@PROPERTY
+@given(
+    item=st.one_of(maybe_stripped_items(), st.just({"id": 1, "type": "message"})),
+    kwargs=st.sampled_from(
+        [
+            {},
+            {"ignore_ids_for_matching": True},
+            {"ignore_ids_for_matching": False},
+            {"ignore_ids_for_matching": 1},
+            {"other": True},
+        ]
+    ),
+    extra=st.sampled_from([(), (True,)]),
+)
+def test_dict_text_is_the_text_or_the_fallbacks(
+    pure: ModuleType, core: ModuleType, item: Any, kwargs: dict[str, Any], extra: tuple[Any, ...]
+) -> None:
+    ignore = kwargs.get("ignore_ids_for_matching", False)
+    text = pure.sorted_json_text(item, SKIP_IDS if ignore else SKIP) if type(item) is dict else None
+    plain = not extra and set(kwargs) <= {"ignore_ids_for_matching"} and type(ignore) is bool
+    expected = text if plain and text is not None else _fallback(item, *extra, **kwargs)
+    for engine in (pure, core):
+        call = engine.DictText(_fallback, SKIP, SKIP_IDS)
+        assert call(item, *extra, **kwargs) == expected, engine.__name__
+
+
+def test_dict_text_asks_the_fallback_once_the_watch_breaks(engine: ModuleType) -> None:
+    namespace: dict[str, Any] = {"helper": len}
+    watch = engine.NameWatch([(namespace, ("helper",))])
+    watch.arm()
+    call = engine.DictText(_fallback, SKIP, SKIP_IDS, watch)
+    assert call({"b": 1, "a": 2}) == '{"a": 2, "b": 1}'
+    namespace["helper"] = str
+    assert call({"b": 1}) == _fallback({"b": 1})
+
+
+def test_dict_text_names_a_bad_skip_alike(pure: ModuleType, core: ModuleType) -> None:
+    messages = []
+    for engine in (pure, core):
+        with pytest.raises(TypeError) as caught:
+            engine.DictText(_fallback, SKIP, ["id"])
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1] == "skip_with_ids must be a tuple of str, not list"

@@ -30,11 +30,13 @@ shallow_dict_copies = engine.shallow_dict_copies
 dict_sorted_json_texts = engine.dict_sorted_json_texts
 screened_drop_orphan_function_calls = engine.screened_drop_orphan_function_calls
 NameWatch = engine.NameWatch
+DictText = engine.DictText
 MAX_DEPTH: int = engine.MAX_DEPTH
 
 __all__ = [
     "BACKEND",
     "MAX_DEPTH",
+    "DictText",
     "InputProblem",
     "NameWatch",
     "canonical_json",

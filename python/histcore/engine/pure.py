@@ -36,6 +36,7 @@ from histcore.engine.vocabulary import (
 
 __all__ = [
     "MAX_DEPTH",
+    "DictText",
     "NameWatch",
     "canonical_json",
     "classify_callback_output",
@@ -831,6 +832,7 @@ def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | N
 
 # The drop-in support reads the functions above: imported once they exist.
 from histcore.engine.pure_dropin import (  # noqa: E402
+    DictText,
     NameWatch,
     dict_sorted_json_texts,
     screened_dedupe_key,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy as stdlib_copy
 import functools
+import inspect
 import json as stdlib_json
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -153,7 +154,8 @@ def make_fingerprint_input_item(
 ) -> Callable[..., str | None]:
     """The SDK's fingerprint text for dict items: from the engine in one pass (the
     metadata keys the SDK strips, and ``id`` when ids are ignored, left out as it
-    writes), else from a reused encoder."""
+    writes), else from a reused encoder. On the Rust engine the replacement is the
+    engine's ``DictText``: a plain dict's text costs one call, no Python frame."""
     unchanged = intact(watch)
     keys = stripped_keys(module.strip_internal_input_item_metadata)
     write = ENGINE_TEXT if keys is not None else None
@@ -177,7 +179,14 @@ def make_fingerprint_input_item(
                     pass  # the original turns the failure into None
         return original(item, ignore_ids_for_matching=ignore_ids_for_matching)
 
-    return fingerprint_input_item
+    if write is None or engine.BACKEND != "rust":
+        return fingerprint_input_item
+    check = None if watch is None else watch.check
+    in_engine: Any = like(original)(engine.DictText(fingerprint_input_item, skip, skip_ids, check))
+    # What it accepts is the SDK's signature (anything else goes to the fallback, which
+    # has it): say so to inspect.signature, which cannot read a callable object's.
+    in_engine.__signature__ = inspect.signature(fingerprint_input_item)
+    return cast("Callable[..., str | None]", in_engine)
 
 
 # --- normalising items ---------------------------------------------------------------
