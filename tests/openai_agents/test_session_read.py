@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -56,7 +57,8 @@ def store_with(path: str, items: list[Any], raw_rows: list[Any]) -> None:
             session.close()
 
     asyncio.run(fill())
-    with sqlite3.connect(path) as conn:
+    # closing(): a connection's own context manager commits but does not close it.
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.executemany(
             "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
             [(row,) for row in raw_rows],
