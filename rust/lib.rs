@@ -338,7 +338,7 @@ mod _core {
             let item = items.get(index)?;
             match item.cast_exact::<PyDict>() {
                 Ok(item) => Ok(item.copy()?.into_any()),
-                // The list changed under a key comparison's user code: the loop decides.
+                // A key comparison ran user code that replaced an item after the screen.
                 Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(
                     "items changed during the copy",
                 )),
