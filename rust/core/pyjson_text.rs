@@ -186,7 +186,7 @@ mod tests {
             '"', '\\', '\n', '\u{1}', '\u{7f}', '~', ' ', 'é', '€', '😀', '\u{80}',
         ];
         for background in ['a', '~', ' ', 'é'] {
-            for length in 0..24 {
+            for length in 0..40 {
                 for position in 0..length.max(1) {
                     for &special in &specials {
                         let mut text: Vec<char> = vec![background; length];
@@ -202,13 +202,17 @@ mod tests {
     }
 
     #[test]
-    fn every_byte_value_in_a_word() {
-        for position in 0..8 {
-            for byte in 0..0x80u8 {
-                let mut text = vec![b'x'; 19];
-                text[position + 3] = byte;
-                let text = String::from_utf8(text).unwrap();
-                assert_eq!(string(&text), reference(&text), "{byte}");
+    fn every_byte_value_at_every_position() {
+        // In 8-byte words and in the bytes after the last whole word, from three starting
+        // offsets.
+        for start in 0..3 {
+            for position in start..45 {
+                for byte in 0..0x80u8 {
+                    let mut text = [b'x'; 45];
+                    text[position] = byte;
+                    let text = String::from_utf8(text[start..].to_vec()).unwrap();
+                    assert_eq!(string(&text), reference(&text), "{byte} at {position}");
+                }
             }
         }
     }
