@@ -157,9 +157,9 @@ def make_fingerprint_input_item(
     writes), else from a reused encoder. On the Rust engine the replacement is the
     engine's ``DictText``: a plain dict's text costs one call, no Python frame."""
     unchanged = intact(watch)
-    keys = stripped_keys(module.strip_internal_input_item_metadata)
-    write = ENGINE_TEXT if keys is not None else None
-    skip = tuple(sorted(keys or ()))
+    names = skipped_names(module)
+    write = ENGINE_TEXT if names is not None else None
+    skip = names or ()
     skip_ids = tuple(sorted({*skip, "id"}))
 
     @like(original)
@@ -204,6 +204,15 @@ def stripped_keys(strip: Callable[[Any], Any]) -> frozenset[str] | None:
     if type(result) is not dict or result.get("kept") != 0 or len(result) + 1 > len(probe):
         return None
     return frozenset(probe) - frozenset(result)
+
+
+def skipped_names(module: ModuleType | None) -> tuple[str, ...] | None:
+    """The keys ``module``'s metadata stripping removes, sorted as the engine's text
+    writers take them; None without a module or when its stripping does more."""
+    if module is None:
+        return None
+    keys = stripped_keys(module.strip_internal_input_item_metadata)
+    return None if keys is None else tuple(sorted(keys))
 
 
 def plain_copies(items: Any, without: frozenset[str] = frozenset()) -> list[Any] | None:

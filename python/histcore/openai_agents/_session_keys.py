@@ -37,7 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from histcore.engine import items as engine
-from histcore.openai_agents._replacements import intact, like, stripped_keys
+from histcore.openai_agents._replacements import intact, like, skipped_names
 from histcore.openai_agents._sorted_json import ENGINE_TEXT, sorted_json
 from histcore.openai_agents._watch import Watch
 
@@ -187,9 +187,9 @@ def make_session_item_key(
 ) -> KeyFunction:
     """``_session_item_key``: the call's key when one is decided, else the SDK's text."""
     unchanged = intact(watch)
-    stripped = stripped_keys(module.strip_internal_input_item_metadata)
-    write = ENGINE_TEXT if stripped is not None else None
-    skip = tuple(sorted(stripped or ()))
+    names = skipped_names(module)
+    write = ENGINE_TEXT if names is not None else None
+    skip = names or ()
 
     @like(original)
     def _session_item_key(item: Any, *, ignore_openai_conversation_item_ids: bool = False) -> Key:
@@ -312,9 +312,9 @@ def make_build_frequency_map(
     writes (``module``'s stripping known) is keyed in one engine call and counted in C.
     """
     unchanged = intact(watch)
-    stripped = None if module is None else stripped_keys(module.strip_internal_input_item_metadata)
-    batch = ENGINE_TEXT is not None and stripped is not None
-    skip = tuple(sorted(stripped or ()))
+    names = skipped_names(module)
+    batch = ENGINE_TEXT is not None and names is not None
+    skip = names or ()
 
     def _build_frequency_map(
         items: Iterable[Any], *, ignore_openai_conversation_item_ids: bool = False
