@@ -63,8 +63,9 @@ def test_bench_openai_agents_runs_a_small_conversation(
     printed = capsys.readouterr().out
     assert "SDK conversation turn" in printed
     assert "the first turn of a fresh process" in printed
+    assert "trace provider also built before the clock" in printed
     report = json.loads(out_path.read_text())
-    for kind in ("turns", "first_turns"):
+    for kind in ("turns", "first_turns", "first_turns_tracing_ready"):
         (turn,) = report[kind]
         assert turn["size"] == 200 and turn["target"] is None  # noqa: PT018
         assert turn["plain"]["median_s"] > 0 and turn["installed"]["median_s"] > 0  # noqa: PT018

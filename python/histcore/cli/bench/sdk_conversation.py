@@ -7,7 +7,11 @@ For each session size (default 10^4 and 10^5 items) one run times:
   ``session_input_callback``), without and with ``histcore.openai_agents.install()``,
   alternating so both see the same machine load;
 * the same turn as the first one of a fresh Python process (imports and ``install()``
-  done before the clock starts; whatever the first call of anything costs is inside);
+  done before the clock starts; whatever the first call of anything costs is inside),
+  and once more with the SDK's trace provider built before the clock too: every
+  process's first ``Runner.run`` builds it (an HTTP client for the trace exporter, even
+  with tracing disabled), with or without histcore, so this variant shows what is left
+  of the first turn's extra cost once that fixed setup is out;
 * each replaced helper on the same history, the SDK's own against histcore's.
 
 Correctness comes first: a plain and an installed turn, each on its own copy of the
@@ -76,7 +80,7 @@ __all__ = [
 DEFAULT_SIZES = (10_000, 100_000)
 #: The turn speedups histcore aims for, by session size (both in-process and first turn).
 TARGETS = {1_000: 3.0, 10_000: 8.0, 100_000: 8.0}
-FORMAT = "histcore-bench-openai-agents/2"
+FORMAT = "histcore-bench-openai-agents/3"
 SESSION_ID = "bench"
 
 
@@ -182,6 +186,8 @@ class SdkBenchResult:
     build_profile: str | None
     turns: list[TurnTiming] = field(default_factory=list)
     first_turns: list[TurnTiming] = field(default_factory=list)
+    #: First turns with the SDK's trace provider built before the clock.
+    first_turns_tracing_ready: list[TurnTiming] = field(default_factory=list)
     helpers: list[HelperTiming] = field(default_factory=list)
     replaced: tuple[str, ...] = ()
 
@@ -236,9 +242,13 @@ def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTim
 
 # The first turn of a fresh process: the child imports everything and installs before
 # it starts the clock, so only the turn itself (and what its first calls cost) counts.
+# With "tracing-ready" it also builds the SDK's trace provider first.
 _FIRST_TURN = """
 import asyncio, sys, time
 from histcore.cli.bench import sdk_conversation as bench
+if sys.argv[3] == "tracing-ready":
+    from agents.tracing import get_trace_provider
+    get_trace_provider()
 if sys.argv[2] == "installed":
     bench.accelerator.install()
 start = time.perf_counter()
@@ -247,12 +257,13 @@ print(time.perf_counter() - start)
 """
 
 
-def _first_turn(store: str, mode: str, workdir: str) -> float:
+def _first_turn(store: str, mode: str, workdir: str, tracing_ready: bool) -> float:
     path = os.path.join(workdir, f"first-{mode}.db")
     shutil.copyfile(store, path)
+    setup = "tracing-ready" if tracing_ready else "nothing-ready"
     try:
         completed = subprocess.run(
-            [sys.executable, "-c", _FIRST_TURN, path, mode],
+            [sys.executable, "-c", _FIRST_TURN, path, mode, setup],
             capture_output=True,
             text=True,
             check=False,
@@ -267,14 +278,15 @@ def _first_turn(store: str, mode: str, workdir: str) -> float:
 
 
 def _time_first_turns(
-    store: str, size: int, repeat: int, workdir: str, progress: TextIO
+    store: str, size: int, repeat: int, workdir: str, progress: TextIO, tracing_ready: bool
 ) -> TurnTiming:
     samples: dict[str, list[float]] = {"plain": [], "installed": []}
+    what = "first turn, trace provider ready" if tracing_ready else "first turn of a fresh process"
     for round_ in range(repeat):
         for mode in ("plain", "installed"):
-            progress.write(f"  first turn of a fresh process {round_ + 1}/{repeat} {mode}")
+            progress.write(f"  {what} {round_ + 1}/{repeat} {mode}")
             progress.flush()
-            samples[mode].append(_first_turn(store, mode, workdir))
+            samples[mode].append(_first_turn(store, mode, workdir, tracing_ready))
             progress.write(f" {format_seconds(samples[mode][-1])}\n")
 
     def timing(values: list[float]) -> Timing:
@@ -416,7 +428,11 @@ def run_benchmark(
             out.write("  checking a plain and an installed turn give the same results\n")
             _check_turn_pair(store, tmp, "Lisbon and Oslo")
             result.turns.append(_time_turns(store, size, repeat, out))
-            result.first_turns.append(_time_first_turns(store, size, repeat, tmp, out))
+            for tracing_ready, turns in (
+                (False, result.first_turns),
+                (True, result.first_turns_tracing_ready),
+            ):
+                turns.append(_time_first_turns(store, size, repeat, tmp, out, tracing_ready))
             os.remove(store)
             result.helpers += _time_helpers(size, repeat, out)
     if progress is None:
@@ -467,6 +483,9 @@ def render(result: SdkBenchResult) -> str:
     if result.first_turns:
         title = "the first turn of a fresh process (imports and install() before the clock):"
         lines += ["", *_turn_lines(title, result.first_turns)]
+    if result.first_turns_tracing_ready:
+        title = "the same, the SDK's trace provider also built before the clock:"
+        lines += ["", *_turn_lines(title, result.first_turns_tracing_ready)]
     lines += [
         "",
         "helpers on the same history (SDK's vs installed; medians; GC paused)",
@@ -505,6 +524,9 @@ def to_json(result: SdkBenchResult) -> dict[str, Any]:
         "replaced": list(result.replaced),
         "turns": [_turn_json(turn) for turn in result.turns],
         "first_turns": [_turn_json(turn) for turn in result.first_turns],
+        "first_turns_tracing_ready": [
+            _turn_json(turn) for turn in result.first_turns_tracing_ready
+        ],
         "helpers": [
             {
                 "name": helper.name,
