@@ -1,12 +1,25 @@
-"""How the pure twin reads a list argument and a tuple of names, in one place for all
-its modules (the Rust engine's ``Items::of`` and ``str_tuple`` in ``rust/py/args.rs``)."""
+"""How the pure twin reads its arguments, in one place for all its modules: a list
+argument and a tuple of names (the Rust engine's ``Items::of`` and ``str_tuple`` in
+``rust/py/args.rs``), items read in place from a list user code may change, index sets,
+item dumps and str fields, and the nesting limit."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["as_list", "str_tuple"]
+__all__ = [
+    "MAX_DEPTH",
+    "as_list",
+    "dumped",
+    "each",
+    "index_mask",
+    "pick",
+    "plain_str",
+    "read_item",
+    "str_field",
+    "str_tuple",
+]
 
 _REJECTED_SEQUENCES = (str, bytes, bytearray, dict)
 
@@ -40,3 +53,72 @@ def str_tuple(value: Any, name: str) -> tuple[str, ...]:
                 f"{name} must be a tuple of str, not a tuple holding {type(member).__name__}"
             )
     return members
+
+
+#: Containers nested deeper than this raise ValueError (also catches cycles).
+MAX_DEPTH = 256
+
+
+_CHANGED_SIZE = "the list of items changed size during the call"
+
+
+def read_item(items: list[Any], length: int, index: int) -> Any:
+    """``items[index]`` of a list read in place, which held ``length`` items when the call
+    began: RuntimeError if user code run meanwhile changed its size."""
+    if len(items) != length:
+        raise RuntimeError(_CHANGED_SIZE)
+    return items[index]
+
+
+def each(items: list[Any], length: int) -> Iterator[Any]:
+    """The items of a list read in place, in order (see ``read_item``)."""
+    for index in range(length):
+        yield read_item(items, length, index)
+
+
+def pick(items: list[Any], length: int, indexes: Iterable[int]) -> list[Any]:
+    """A new list of the items now at ``indexes`` (see ``read_item``)."""
+    if len(items) != length:
+        raise RuntimeError(_CHANGED_SIZE)
+    return [items[index] for index in indexes]
+
+
+def index_mask(value: Any, name: str, length: int) -> list[bool] | None:
+    """Positions named by ``value`` (an iterable of ints) as a mask over ``length``."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a set of int positions, not {type(value).__name__}")
+    mask = [False] * length
+    for index in value:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"{name} must hold ints, not {type(index).__name__}")
+        position = int.__index__(index)  # the value of an int subclass, not its methods
+        if 0 <= position < length:
+            mask[position] = True
+    return mask
+
+
+_NO_DUMP: Any = object()
+
+
+def dumped(item: Any) -> Any:
+    """The item as the engine sees it: pydantic-style models become their dump (the
+    attribute is looked up once)."""
+    if isinstance(item, dict):
+        return item
+    model_dump = getattr(item, "model_dump", _NO_DUMP)
+    if model_dump is not _NO_DUMP:
+        return model_dump(exclude_unset=True)
+    return item
+
+
+def plain_str(value: str) -> str:
+    """The characters of a str (or str subclass) as an exact str."""
+    return value if type(value) is str else str.__str__(value)
+
+
+def str_field(payload: dict[Any, Any], name: str) -> str | None:
+    """The text of ``payload[name]`` when it is a str (or str subclass), else None."""
+    value = dict.get(payload, name)
+    return plain_str(value) if isinstance(value, str) else None

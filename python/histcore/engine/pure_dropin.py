@@ -15,14 +15,13 @@ from operator import is_
 from typing import Any
 
 from histcore.engine.pure import (
-    _index_mask,
     dedupe_key,
     deduplicate_input_items,
     deduplicate_input_items_preferring_latest,
-    drop_orphan_function_calls,
     sorted_json_text,
 )
-from histcore.engine.pure_args import as_list, str_tuple
+from histcore.engine.pure_args import as_list, index_mask, str_tuple
+from histcore.engine.pure_orphans import drop_orphan_function_calls
 
 __all__ = [
     "DictText",
@@ -131,8 +130,8 @@ def screened_drop_orphan_function_calls(
     ):
         return NotImplemented
     try:
-        prunable = _index_mask(pruning_indexes, "pruning_indexes", len(items))
-        _index_mask(output_pruning_indexes, "output_pruning_indexes", len(items))
+        prunable = index_mask(pruning_indexes, "pruning_indexes", len(items))
+        index_mask(output_pruning_indexes, "output_pruning_indexes", len(items))
     except TypeError:
         return NotImplemented  # positions that are not ints: the SDK's membership tests decide
     if not _orphan_screened(items, prunable):
