@@ -65,6 +65,14 @@ def default_tool_error_function(tool_name: str, error: Exception) -> str:
 
 
 @dataclass(frozen=True)
+class ApprovalDecision:
+    """The caller's decision on one pending tool call."""
+
+    approved: bool
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolApprovalItem:
     """A function call waiting for the caller's approval (see ``RunState.approve``)."""
 
