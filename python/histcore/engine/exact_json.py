@@ -21,6 +21,7 @@ __all__ = [
     "NULL",
     "dumps",
     "has_non_finite",
+    "kind_of",
     "loads",
     "loads_as_json",
     "loads_exact",
@@ -103,3 +104,21 @@ def loads_as_json(data: str | bytes) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)
+
+
+def kind_of(value: Any) -> str:
+    """How an error message names the JSON kind of ``value`` ("a string", "null", "an
+    array" for a list or tuple; "a datetime" for what JSON has no kind for)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"

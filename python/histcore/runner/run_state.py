@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from histcore.engine import exact_json as _json
 from histcore.engine.collector import collector_paused
+from histcore.engine.exact_json import kind_of
 from histcore.engine.items import deep_copy_items
 from histcore.exceptions import RunStateError, UserError
 from histcore.runner.models.interface import ModelResponse
 from histcore.runner.run_state_json import (
     SCHEMA_VERSION,
-    kind_of,
     parse,
     state_data,
     state_fields,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from histcore.engine import exact_json as _json
+from histcore.engine.exact_json import kind_of
 from histcore.engine.items import MAX_DEPTH
 from histcore.exceptions import RunStateError
 from histcore.runner.models.interface import ModelResponse, Usage
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from histcore.runner.agent import Agent
     from histcore.runner.run_state import RunState
 
-__all__ = ["SCHEMA_VERSION", "StateFields", "kind_of", "parse", "state_data", "state_fields"]
+__all__ = ["SCHEMA_VERSION", "StateFields", "parse", "state_data", "state_fields"]
 
 #: Version of the JSON written by ``RunState.to_json``; ``from_json`` reads only this.
 SCHEMA_VERSION = 1
@@ -169,22 +170,6 @@ def _show(value: Any) -> str:
         return f"a {type(value).__name__}"
     text = repr(value)
     return text if len(text) <= 80 else f"{text[:77]}..."
-
-
-def kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a {type(value).__name__}"
 
 
 def _check_version(data: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar, overload
 import orjson
 
 from histcore.engine import exact_json as _json
+from histcore.engine.exact_json import kind_of
 from histcore.engine.items import MAX_DEPTH
 from histcore.exceptions import ModelBehaviorError, UserError
 
@@ -486,7 +487,7 @@ def _schema_for(annotation: Any, where: str) -> tuple[dict[str, Any], _Converter
 
         def convert_array(value: Any, path: str) -> Any:
             if not isinstance(value, list):
-                raise ToolArgumentsError(f"{path}: expected an array, got {_json_kind(value)}")
+                raise ToolArgumentsError(f"{path}: expected an array, got {kind_of(value)}")
             return make(item_converter(v, f"{path}[{i}]") for i, v in enumerate(value))
 
         return {"type": "array", "items": item_schema}, convert_array, strict_ok
@@ -497,7 +498,7 @@ def _schema_for(annotation: Any, where: str) -> tuple[dict[str, Any], _Converter
 
         def convert_object(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
-                raise ToolArgumentsError(f"{path}: expected an object, got {_json_kind(value)}")
+                raise ToolArgumentsError(f"{path}: expected an object, got {kind_of(value)}")
             return {k: value_converter(v, f"{path}.{k}") for k, v in value.items()}
 
         return {"type": "object", "additionalProperties": value_schema}, convert_object, False
@@ -548,40 +549,24 @@ def _union_schema(members: tuple[Any, ...], where: str) -> tuple[dict[str, Any],
     return schema, convert, all(ok for _, _, ok in parts)
 
 
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def _identity(value: Any, path: str) -> Any:
     return value
 
 
 def _expect_none(value: Any, path: str) -> None:
     if value is not None:
-        raise ToolArgumentsError(f"{path}: expected null, got {_json_kind(value)}")
+        raise ToolArgumentsError(f"{path}: expected null, got {kind_of(value)}")
 
 
 def _expect_str(value: Any, path: str) -> str:
     if not isinstance(value, str):
-        raise ToolArgumentsError(f"{path}: expected a string, got {_json_kind(value)}")
+        raise ToolArgumentsError(f"{path}: expected a string, got {kind_of(value)}")
     return value
 
 
 def _expect_bool(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
-        raise ToolArgumentsError(f"{path}: expected a boolean, got {_json_kind(value)}")
+        raise ToolArgumentsError(f"{path}: expected a boolean, got {kind_of(value)}")
     return value
 
 
@@ -591,10 +576,10 @@ def _expect_int(value: Any, path: str) -> int:
     # JSON has one number type: 3.0 is the integer 3.
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
-    raise ToolArgumentsError(f"{path}: expected an integer, got {_json_kind(value)}")
+    raise ToolArgumentsError(f"{path}: expected an integer, got {kind_of(value)}")
 
 
 def _expect_float(value: Any, path: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    raise ToolArgumentsError(f"{path}: expected a number, got {_json_kind(value)}")
+    raise ToolArgumentsError(f"{path}: expected a number, got {kind_of(value)}")
