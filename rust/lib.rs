@@ -425,15 +425,14 @@ mod _core {
         let Ok((prunable, output_prunable)) = masks else {
             return Ok(declined);
         };
-        if !orphans::screened(&items, prunable.as_deref())? {
-            return Ok(declined);
-        }
         let pruning = Pruning {
             prunable: prunable.as_deref(),
             output_prunable: output_prunable.as_deref(),
         };
-        let kept = orphans::kept(&items, &pruning)?;
-        Ok(items.pick(&kept)?.into_any())
+        match orphans::screened_kept(&items, &pruning)? {
+            Some(kept) => Ok(items.pick(&kept)?.into_any()),
+            None => Ok(declined),
+        }
     }
 
     // --- model-input rules ------------------------------------------------------------

@@ -115,6 +115,13 @@ impl<'py> DictPayload<'py> {
             .then_some(DictPayload { dict: value })
     }
 
+    /// `value` as a dict payload when it is an exact dict, else None.
+    pub fn of_exact(value: Bound<'py, PyAny>) -> Option<Self> {
+        value
+            .is_exact_instance_of::<PyDict>()
+            .then_some(DictPayload { dict: value })
+    }
+
     /// `dict.get(payload, key)`, with a stored None reported as missing.
     #[inline]
     pub fn lookup(&self, key: &Bound<'py, PyString>) -> PyResult<Option<FieldValue<'_, 'py>>> {

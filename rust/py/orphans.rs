@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyString};
 use super::args::Items;
 use super::extract::{is_str, DictPayload, FieldValue, Reader};
 use super::gil::maybe_detach;
-use super::text::str_bytes;
+use super::text::{str_bytes, StrBytes};
 use crate::core::keys::{CallFamily, ItemType};
 use crate::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
 use crate::core::strings::Strings;
@@ -102,56 +102,110 @@ fn orphan_facts(payload: &DictPayload<'_>, ids: &mut Strings) -> PyResult<ItemFa
     })
 }
 
-/// `value` is missing, None or an exact str: a field the SDK compares with `==` and in
-/// sets reads the same in histcore only then.
-fn plain_text(value: Option<&Bound<'_, PyAny>>) -> bool {
-    value.is_none_or(|value| value.is_none() || value.is_exact_instance_of::<PyString>())
+/// `value` is missing (or None, which `lookup` reports as missing) or an exact str: a
+/// field the SDK compares with `==` and in sets reads the same in histcore only then.
+fn plain_text(value: Option<&FieldValue<'_, '_>>) -> bool {
+    value.is_none_or(|value| value.is_exact_instance_of::<PyString>())
 }
 
-/// Whether histcore's pruning of `items` is the OpenAI Agents SDK's by construction: every
-/// item an exact dict whose `type` and `call_id` (and a shell call's `status`) are exact
-/// str or missing, every `caller` that is a dict an exact one with such `type` and
-/// `caller_id`, and, given `prunable`, no reasoning item outside it (the SDK keeps such
-/// an item where histcore may drop it with its call). Reads dict fields only: no Python
-/// code of the items runs.
-pub fn screened(items: &Items<'_>, prunable: Option<&[bool]>) -> PyResult<bool> {
+/// The text bytes of a field that passed [`plain_text`], or None when it is missing.
+fn plain_bytes<'a, 'py>(
+    value: Option<&'a FieldValue<'_, 'py>>,
+) -> PyResult<Option<StrBytes<'a, 'py>>> {
+    value.map(|value| str_bytes(value)).transpose()
+}
+
+/// The indexes orphan pruning keeps when that pruning is the OpenAI Agents SDK's by
+/// construction, else None: every item an exact dict whose `type` and `call_id` (and a
+/// shell call's `status`) are exact str or missing, every `caller` that is a dict an exact
+/// one with such `type` and `caller_id`, and, given `prunable`, no reasoning item outside
+/// it (the SDK keeps such an item where histcore may drop it with its call). Each item is
+/// read once, dict fields only: no Python code of the items runs.
+pub fn screened_kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Option<Vec<usize>>> {
     let py = items.py();
+    let mut ids = Strings::reuse();
+    let mut facts = Vec::with_capacity(items.len());
     for (position, item) in items.iter().enumerate() {
         let item = item?;
-        let Ok(item) = item.cast_exact::<PyDict>() else {
-            return Ok(false);
+        let read = match DictPayload::of_exact(item) {
+            Some(payload) => screened_facts(&payload, position, pruning.prunable, &mut ids)?,
+            None => None,
         };
-        let kind = item.get_item(intern!(py, "type"))?;
-        if !plain_text(kind.as_ref())
-            || !plain_text(item.get_item(intern!(py, "call_id"))?.as_ref())
-        {
-            return Ok(false);
-        }
-        let kind = match &kind {
-            Some(kind) if kind.is_exact_instance_of::<PyString>() => Some(str_bytes(kind)?),
-            _ => None,
+        let Some(read) = read else {
+            ids.recycle();
+            return Ok(None);
         };
-        let kind = kind.as_ref().map(|kind| kind.as_bytes());
-        if kind == Some(b"shell_call".as_slice())
-            && !plain_text(item.get_item(intern!(py, "status"))?.as_ref())
-        {
-            return Ok(false);
+        facts.push(Some(read));
+    }
+    let id_count = ids.len();
+    let kept = maybe_detach(py, items.len(), || {
+        orphans::number_strings(&mut facts, &mut ids);
+        orphans::kept(&facts, id_count, pruning, &mut NoOracle)
+    })
+    .unwrap_or_else(|never| match never {});
+    ids.recycle();
+    Ok(Some(kept))
+}
+
+/// One exact dict's facts, read in this order: type, call_id, status (for shell calls),
+/// caller (its type, then its caller_id); None when a field fails the screen of
+/// [`screened_kept`].
+fn screened_facts(
+    payload: &DictPayload<'_>,
+    position: usize,
+    prunable: Option<&[bool]>,
+    ids: &mut Strings,
+) -> PyResult<Option<ItemFacts>> {
+    let py = payload.py();
+    let kind = payload.lookup(intern!(py, "type"))?;
+    let call_id = payload.lookup(intern!(py, "call_id"))?;
+    if !plain_text(kind.as_ref()) || !plain_text(call_id.as_ref()) {
+        return Ok(None);
+    }
+    let kind = match plain_bytes(kind.as_ref())? {
+        Some(kind) => TypeFact::Str(ItemType::of(kind.as_bytes())),
+        None => TypeFact::NeverEqual,
+    };
+    let mut status = StatusFact::NotPending;
+    if kind == TypeFact::Str(ItemType::Call(CallFamily::Shell)) {
+        let value = payload.lookup(intern!(py, "status"))?;
+        if !plain_text(value.as_ref()) {
+            return Ok(None);
         }
-        if kind == Some(b"reasoning".as_slice()) && prunable.is_some_and(|mask| !mask[position]) {
-            return Ok(false);
-        }
-        if let Some(caller) = item.get_item(intern!(py, "caller"))? {
-            if caller.is_instance_of::<PyDict>() {
-                let Ok(caller) = caller.cast_exact::<PyDict>() else {
-                    return Ok(false);
-                };
-                if !plain_text(caller.get_item(intern!(py, "type"))?.as_ref())
-                    || !plain_text(caller.get_item(intern!(py, "caller_id"))?.as_ref())
-                {
-                    return Ok(false);
-                }
+        let pending =
+            plain_bytes(value.as_ref())?.is_none_or(|text| text.as_bytes() == b"in_progress");
+        status = if pending {
+            StatusFact::Pending
+        } else {
+            StatusFact::NotPending
+        };
+    }
+    if kind == TypeFact::Str(ItemType::Reasoning) && prunable.is_some_and(|mask| !mask[position]) {
+        return Ok(None);
+    }
+    let call_id = plain_bytes(call_id.as_ref())?.map(|text| ids.push(text.as_bytes()));
+    let mut program_owner = None;
+    if let Some(caller) = payload.lookup(intern!(py, "caller"))? {
+        if caller.is_instance_of::<PyDict>() {
+            let Some(caller) = DictPayload::of_exact(caller.into_owned()) else {
+                return Ok(None);
+            };
+            let caller_type = caller.lookup(intern!(py, "type"))?;
+            let owner = caller.lookup(intern!(py, "caller_id"))?;
+            if !plain_text(caller_type.as_ref()) || !plain_text(owner.as_ref()) {
+                return Ok(None);
+            }
+            if plain_bytes(caller_type.as_ref())?.is_some_and(|text| text.as_bytes() == b"program")
+            {
+                program_owner = plain_bytes(owner.as_ref())?.map(|text| ids.push(text.as_bytes()));
             }
         }
     }
-    Ok(true)
+    Ok(Some(ItemFacts {
+        kind,
+        call_id,
+        program_owner,
+        caller_type_opaque: false,
+        status,
+    }))
 }
