@@ -119,8 +119,8 @@ fn plain_bytes<'a, 'py>(
 /// construction, else None: every item an exact dict whose `type` and `call_id` (and a
 /// shell call's `status`) are exact str or missing, every `caller` that is a dict an exact
 /// one with such `type` and `caller_id`, and, given `prunable`, no reasoning item outside
-/// it (the SDK keeps such an item where histcore may drop it with its call). Each item is
-/// read once, dict fields only: no Python code of the items runs.
+/// it (the SDK drops such an item with the orphan call after it, histcore keeps it). Each
+/// item is read once, dict fields only: no Python code of the items runs.
 pub fn screened_kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Option<Vec<usize>>> {
     let py = items.py();
     let mut ids = Strings::reuse();
