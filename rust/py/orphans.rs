@@ -18,18 +18,27 @@ use crate::core::strings::Strings;
 /// Indexes of the items that orphan pruning keeps, in order (the rules of
 /// `drop_orphan_function_calls`).
 pub fn kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Vec<usize>> {
-    let py = items.py();
     let mut ids = Strings::reuse();
-    let mut facts = read_facts(items, &mut ids)?;
+    let facts = read_facts(items, &mut ids)?;
+    Ok(decide(items.py(), facts, ids, pruning))
+}
+
+/// The rules over facts already read, their strings in `ids` (recycled here).
+fn decide(
+    py: Python<'_>,
+    mut facts: Vec<Option<ItemFacts>>,
+    mut ids: Strings,
+    pruning: &Pruning<'_>,
+) -> Vec<usize> {
     let id_count = ids.len();
     // The rules run no Python code, so they may run without the GIL.
-    let kept = maybe_detach(py, items.len(), || {
+    let kept = maybe_detach(py, facts.len(), || {
         orphans::number_strings(&mut facts, &mut ids);
         orphans::kept(&facts, id_count, pruning, &mut NoOracle)
     })
     .unwrap_or_else(|never| match never {});
     ids.recycle();
-    Ok(kept)
+    kept
 }
 
 /// The facts of every item (None for items that are not dicts), with their strings pushed
@@ -122,7 +131,6 @@ fn plain_bytes<'a, 'py>(
 /// it (the SDK drops such an item with the orphan call after it, histcore keeps it). Each
 /// item is read once, dict fields only: no Python code of the items runs.
 pub fn screened_kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Option<Vec<usize>>> {
-    let py = items.py();
     let mut ids = Strings::reuse();
     let mut facts = Vec::with_capacity(items.len());
     for (position, item) in items.iter().enumerate() {
@@ -137,14 +145,7 @@ pub fn screened_kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Optio
         };
         facts.push(Some(read));
     }
-    let id_count = ids.len();
-    let kept = maybe_detach(py, items.len(), || {
-        orphans::number_strings(&mut facts, &mut ids);
-        orphans::kept(&facts, id_count, pruning, &mut NoOracle)
-    })
-    .unwrap_or_else(|never| match never {});
-    ids.recycle();
-    Ok(Some(kept))
+    Ok(Some(decide(items.py(), facts, ids, pruning)))
 }
 
 /// One exact dict's facts, read in this order: type, call_id, status (for shell calls),
