@@ -69,6 +69,12 @@ def test_bench_openai_agents_runs_a_small_conversation(
         (turn,) = report[kind]
         assert turn["size"] == 200 and turn["target"] is None  # noqa: PT018
         assert turn["plain"]["median_s"] > 0 and turn["installed"]["median_s"] > 0  # noqa: PT018
+        if kind == "turns":
+            assert "plain_gc" not in turn
+        else:  # the collector's time inside a fresh process's timed turn: part of it
+            for mode in ("plain", "installed"):
+                assert 0 <= turn[f"{mode}_gc"]["median_s"] < turn[mode]["median_s"]
+    assert "in GC: plain / installed" in printed
 
 
 @pytest.mark.parametrize(

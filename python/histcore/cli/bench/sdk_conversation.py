@@ -11,7 +11,9 @@ For each session size (default 10^4 and 10^5 items) one run times:
   and once more with the SDK's trace provider built before the clock too: every
   process's first ``Runner.run`` builds it (an HTTP client for the trace exporter, even
   with tracing disabled), with or without histcore, so this variant shows what is left
-  of the first turn's extra cost once that fixed setup is out;
+  of the first turn's extra cost once that fixed setup is out. Both first-turn tables
+  also report the time the garbage collector took inside the timed turn: a fresh
+  process's first turn pays a full collection over everything its imports allocated;
 * each replaced helper on the same history, the SDK's own against histcore's.
 
 Correctness comes first: a plain and an installed turn, each on its own copy of the
@@ -80,7 +82,7 @@ __all__ = [
 DEFAULT_SIZES = (10_000, 100_000)
 #: The turn speedups histcore aims for, by session size (both in-process and first turn).
 TARGETS = {1_000: 3.0, 10_000: 8.0, 100_000: 8.0}
-FORMAT = "histcore-bench-openai-agents/3"
+FORMAT = "histcore-bench-openai-agents/4"
 SESSION_ID = "bench"
 
 
@@ -161,6 +163,9 @@ class TurnTiming:
     size: int
     plain: Timing
     installed: Timing
+    #: First turns only: the garbage collector's time inside each timed turn.
+    plain_gc: Timing | None = None
+    installed_gc: Timing | None = None
 
     @property
     def speedup(self) -> float:
@@ -242,22 +247,32 @@ def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTim
 
 # The first turn of a fresh process: the child imports everything and installs before
 # it starts the clock, so only the turn itself (and what its first calls cost) counts.
-# With "tracing-ready" it also builds the SDK's trace provider first.
+# With "tracing-ready" it also builds the SDK's trace provider first. It prints the
+# turn's seconds and the collector's seconds within them (gc.callbacks).
 _FIRST_TURN = """
-import asyncio, sys, time
+import asyncio, gc, sys, time
 from histcore.cli.bench import sdk_conversation as bench
 if sys.argv[3] == "tracing-ready":
     from agents.tracing import get_trace_provider
     get_trace_provider()
 if sys.argv[2] == "installed":
     bench.accelerator.install()
+collecting = [0.0, 0.0]
+def collector(phase, info):
+    if phase == "start":
+        collecting[1] = time.perf_counter()
+    else:
+        collecting[0] += time.perf_counter() - collecting[1]
+gc.callbacks.append(collector)
 start = time.perf_counter()
 asyncio.run(bench.run_turn(sys.argv[1], "Paris and Rome, first turn"))
-print(time.perf_counter() - start)
+elapsed = time.perf_counter() - start
+gc.callbacks.remove(collector)
+print(elapsed, collecting[0])
 """
 
 
-def _first_turn(store: str, mode: str, workdir: str, tracing_ready: bool) -> float:
+def _first_turn(store: str, mode: str, workdir: str, tracing_ready: bool) -> tuple[float, float]:
     path = os.path.join(workdir, f"first-{mode}.db")
     shutil.copyfile(store, path)
     setup = "tracing-ready" if tracing_ready else "nothing-ready"
@@ -274,25 +289,35 @@ def _first_turn(store: str, mode: str, workdir: str, tracing_ready: bool) -> flo
         raise CorrectnessError(
             f"the first {mode} turn in a fresh process failed:\n{completed.stderr}"
         )
-    return float(completed.stdout.strip().splitlines()[-1])
+    elapsed, collecting = completed.stdout.strip().splitlines()[-1].split()
+    return float(elapsed), float(collecting)
 
 
 def _time_first_turns(
     store: str, size: int, repeat: int, workdir: str, progress: TextIO, tracing_ready: bool
 ) -> TurnTiming:
     samples: dict[str, list[float]] = {"plain": [], "installed": []}
+    collecting: dict[str, list[float]] = {"plain": [], "installed": []}
     what = "first turn, trace provider ready" if tracing_ready else "first turn of a fresh process"
     for round_ in range(repeat):
         for mode in ("plain", "installed"):
             progress.write(f"  {what} {round_ + 1}/{repeat} {mode}")
             progress.flush()
-            samples[mode].append(_first_turn(store, mode, workdir, tracing_ready))
-            progress.write(f" {format_seconds(samples[mode][-1])}\n")
+            elapsed, in_gc = _first_turn(store, mode, workdir, tracing_ready)
+            samples[mode].append(elapsed)
+            collecting[mode].append(in_gc)
+            progress.write(f" {format_seconds(elapsed)} (GC {format_seconds(in_gc)})\n")
 
     def timing(values: list[float]) -> Timing:
         return Timing(statistics.median(values), tuple(values), 1)
 
-    return TurnTiming(size, timing(samples["plain"]), timing(samples["installed"]))
+    return TurnTiming(
+        size,
+        timing(samples["plain"]),
+        timing(samples["installed"]),
+        timing(collecting["plain"]),
+        timing(collecting["installed"]),
+    )
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -457,14 +482,20 @@ def _verdict(turn: TurnTiming) -> str:
 
 
 def _turn_lines(title: str, turns: list[TurnTiming]) -> list[str]:
+    collector = any(turn.plain_gc is not None for turn in turns)
+    in_gc = f"  {'in GC: plain / installed':>24}" if collector else ""
     lines = [
         title,
-        f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}  target",
+        f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}{in_gc}  target",
     ]
     for turn in turns:
+        if turn.plain_gc is not None and turn.installed_gc is not None:
+            plain_gc, installed_gc = turn.plain_gc.median, turn.installed_gc.median
+            in_gc = f"  {format_seconds(plain_gc) + ' / ' + format_seconds(installed_gc):>24}"
         lines.append(
             f"{size_label(turn.size):>8}  {format_seconds(turn.plain.median):>10}  "
-            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x  {_verdict(turn)}"
+            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{in_gc}  "
+            f"{_verdict(turn)}"
         )
     return lines
 
@@ -501,7 +532,7 @@ def render(result: SdkBenchResult) -> str:
 
 
 def _turn_json(turn: TurnTiming) -> dict[str, Any]:
-    return {
+    data: dict[str, Any] = {
         "size": turn.size,
         "plain": turn.plain.to_json(),
         "installed": turn.installed.to_json(),
@@ -509,6 +540,10 @@ def _turn_json(turn: TurnTiming) -> dict[str, Any]:
         "target": TARGETS.get(turn.size),
         "target_met": target_met(turn),
     }
+    if turn.plain_gc is not None and turn.installed_gc is not None:
+        data["plain_gc"] = turn.plain_gc.to_json()
+        data["installed_gc"] = turn.installed_gc.to_json()
+    return data
 
 
 def to_json(result: SdkBenchResult) -> dict[str, Any]:
