@@ -19,6 +19,7 @@ import pytest
 import histcore
 from histcore.exceptions import SessionError
 from histcore.sessions import SessionSettings, SQLiteSession
+from histcore.sessions._sqlite_schema import insert_batch_size
 from tests.support.sqlite import no_file_left_open, write_junk
 
 
@@ -292,9 +293,9 @@ async def test_batches_split_under_a_low_variable_limit(db: Path) -> None:
         store = session._store
         if hasattr(store._conn, "setlimit"):  # Python 3.11+
             store._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 7)
-            assert store._insert_batch_size() == 3  # a session id and a text per row
+            assert insert_batch_size(store._conn) == 3  # a session id and a text per row
         else:  # SQLite's compiled-in default before 3.32 is assumed: 999 variables
-            assert store._insert_batch_size() == 499
+            assert insert_batch_size(store._conn) == 499
         store._rows_per_insert = 3
         batch = [user(str(index)) for index in range(1000)]
         await session.add_items(batch)

@@ -3,8 +3,8 @@
 Everything here runs in a worker thread, one operation at a time under the store's
 lock; ``sqlite.py`` puts it behind the async session API.
 
-Tables are the OpenAI Agents SDK's, created with the same statements, so a database
-written by either library opens and continues in the other::
+Tables are the OpenAI Agents SDK's, created with the same statements (``_sqlite_schema``),
+so a database written by either library opens and continues in the other::
 
     agent_sessions(session_id TEXT PRIMARY KEY, created_at, updated_at)
     agent_messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, message_data TEXT,
@@ -65,7 +65,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
@@ -74,6 +73,7 @@ from urllib.parse import quote
 
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
+from histcore.sessions import _sqlite_schema as schema
 from histcore.sessions.base import describe_session_id
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
@@ -87,8 +87,6 @@ from histcore.sessions.sql_store import (
 
 __all__ = ["SQLiteStore", "read_only_error"]
 
-# Upper bound of rows per multi-row INSERT (the variable limit may lower it).
-_MAX_ROWS_PER_INSERT = 4096
 # Appends of at least this much JSON leave their WAL checkpoint for later.
 _DEFERRED_CHECKPOINT_BYTES = 4 << 20
 
@@ -211,17 +209,25 @@ class SQLiteStore(SkipsCorruptRows):
         try:
             # Raw bytes: orjson reads them directly, without building a str per row.
             conn.text_factory = bytes
-            self._wal = writable and self._path != ":memory:" and self._enable_wal()
+            self._wal = (
+                writable
+                and self._path != ":memory:"
+                and schema.enable_wal(conn, self._busy_timeout)
+            )
             self._autocheckpoint = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
-            if writable:
-                self._create_schema()
+            sessions, messages = self.sessions_table, self.messages_table
+            if not writable:
+                schema.check_read_only_tables(conn, self._path, sessions, messages)
+            elif schema.tables_present(conn, sessions, messages):
+                schema.check_columns(conn, messages)
             else:
-                self._check_schema()
-            self._incremental = self._cache_history and self._ids_never_reused()
-            self._rows_per_insert = self._insert_batch_size()
+                with self._write():
+                    schema.create_tables(conn, sessions, messages)
+            self._incremental = self._cache_history and schema.ids_never_reused(conn, messages)
+            self._rows_per_insert = schema.insert_batch_size(conn)
             encoding = conn.execute("PRAGMA encoding").fetchone()[0]
             # Bytes may be cast to TEXT only where TEXT is stored as UTF-8.
-            self._bind_bytes = _text(encoding).upper() == "UTF-8"
+            self._bind_bytes = schema.text(encoding).upper() == "UTF-8"
         except BaseException:
             conn.close()
             raise
@@ -235,115 +241,6 @@ class SQLiteStore(SkipsCorruptRows):
                 "read-only (it cannot be written, so it was opened read-only)"
             )
         return conn
-
-    # --- setup --------------------------------------------------------------------
-
-    def _enable_wal(self) -> bool:
-        """Switch the file to WAL mode; False when SQLite keeps another mode."""
-        # Switching a fresh file to WAL takes a lock the busy handler does not wait
-        # for, so several processes opening one new file retry here.
-        deadline = time.monotonic() + self._busy_timeout
-        while True:
-            try:
-                mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-                return _text(mode).lower() == "wal"
-            except sqlite3.OperationalError as exc:
-                text = str(exc).lower()
-                if ("locked" not in text and "busy" not in text) or (time.monotonic() >= deadline):
-                    raise
-                time.sleep(0.01)
-
-    def _schema_present(self) -> bool:
-        """Whether both tables and the index exist (checked with a read, so that
-        opening a file that has them never waits for another connection's write)."""
-        names = self._conn.execute(
-            "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?)",
-            (self.sessions_table, self.messages_table, self._index),
-        ).fetchall()
-        return len(names) == 3
-
-    @property
-    def _index(self) -> str:
-        return f"idx_{self.messages_table}_session_id"
-
-    def _check_columns(self) -> None:
-        messages = self.messages_table
-        columns = {_text(row[1]) for row in self._conn.execute(f"PRAGMA table_info({messages})")}
-        missing = {"id", "session_id", "message_data"} - columns
-        if missing:
-            raise SessionError(
-                f"table {messages} exists but lacks column(s) "
-                f"{', '.join(sorted(missing))}: it is not a session messages table"
-            )
-
-    def _check_schema(self) -> None:
-        """The tables of a file opened read-only, which cannot be created."""
-        found = {
-            _text(row[0])
-            for row in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-                (self.sessions_table, self.messages_table),
-            )
-        }
-        missing = sorted({self.sessions_table, self.messages_table} - found)
-        if missing:
-            raise SessionError(
-                f"the database {self._path!r} is read-only and has no table "
-                f"{' or '.join(missing)}: there is no session to read and none can be made"
-            )
-        self._check_columns()
-
-    def _create_schema(self) -> None:
-        if self._schema_present():
-            self._check_columns()
-            return
-        sessions, messages = self.sessions_table, self.messages_table
-        conn = self._conn
-        with self._write():
-            conn.execute(
-                f"""
-            CREATE TABLE IF NOT EXISTS {sessions} (
-                session_id TEXT PRIMARY KEY,
-                created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-                updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
-            )
-        """
-            )
-            conn.execute(
-                f"""
-            CREATE TABLE IF NOT EXISTS {messages} (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                session_id TEXT NOT NULL,
-                message_data TEXT NOT NULL,
-                created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-                FOREIGN KEY (session_id) REFERENCES {sessions} (session_id)
-                    ON DELETE CASCADE
-            )
-        """
-            )
-            self._check_columns()
-            conn.execute(
-                f"""
-            CREATE INDEX IF NOT EXISTS {self._index}
-            ON {messages} (session_id, id)
-        """
-            )
-
-    def _ids_never_reused(self) -> bool:
-        # Incremental reads rely on AUTOINCREMENT: without it SQLite may hand a popped
-        # row's id to the next insert, and an old id would then hold new content.
-        row = self._conn.execute(
-            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
-            (self.messages_table,),
-        ).fetchone()
-        return row is not None and "AUTOINCREMENT" in _text(row[0]).upper()
-
-    def _insert_batch_size(self) -> int:
-        # Connection.getlimit is Python 3.11+; SQLite's compiled-in default before was 999.
-        getlimit = getattr(self._conn, "getlimit", None)
-        category = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
-        variables = 999 if getlimit is None or category is None else int(getlimit(category))
-        return max(1, min(_MAX_ROWS_PER_INSERT, variables // 2))
 
     # --- transactions and helpers -------------------------------------------------
 
@@ -656,7 +553,3 @@ def read_only_error(exc: sqlite3.Error) -> bool:
     if code is not None:
         return (int(code) & 0xFF) == 8  # SQLITE_READONLY, and its extended codes
     return "readonly" in str(exc).lower()
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
