@@ -43,7 +43,7 @@ from histcore.sessions.sql_store import check_table_name
 
 if TYPE_CHECKING:
     from histcore.runner.agent import Agent
-    from histcore.sessions.postgres import Pool
+    from histcore.sessions._postgres_pools import Pool
 
 __all__ = [
     "MemoryRunStateStore",
