@@ -1,11 +1,13 @@
-"""Awaiting work that must not be abandoned half-way by a cancelled caller."""
+"""Awaiting work that must not be abandoned half-way by a cancelled caller, and work
+that stands or falls together."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TypeVar
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
-__all__ = ["to_the_end"]
+__all__ = ["gather_all", "to_the_end"]
 
 _T = TypeVar("_T")
 
@@ -31,3 +33,21 @@ async def to_the_end(future: asyncio.Future[_T]) -> _T:
         if cancelled is not None:
             raise cancelled
         return result
+
+
+async def gather_all(jobs: list[Coroutine[Any, Any, _T]]) -> list[_T]:
+    """Run ``jobs`` concurrently and return their results in order; on the first
+    failure the others are cancelled."""
+    if len(jobs) <= 1:
+        return [await job for job in jobs]
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        for task in tasks:  # mark the siblings' own failures as seen
+            if not task.cancelled():
+                task.exception()
+        raise

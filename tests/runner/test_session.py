@@ -389,6 +389,20 @@ async def test_a_cancelled_run_finishes_the_turn_it_is_writing(mode: str) -> Non
     assert len(model.calls) == 1  # and the run stopped there
 
 
+async def test_a_run_cancelled_twice_still_finishes_the_turn_it_is_writing() -> None:
+    session = GatedSession()
+    model = ScriptedModel(TWO_TURNS)
+    task = asyncio.ensure_future(Runner.run(agent_with(model), "go", session=session))
+    await asyncio.wait_for(session.writing.wait(), 5)
+    for _ in range(2):  # the second cancellation arrives while the run waits for the write
+        task.cancel()
+        await asyncio.sleep(0)
+    session.gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await session.get_items() == TURN_ONE
+
+
 async def _drain(result: RunResultStreaming) -> None:
     async for event in result.stream_events():
         assert isinstance(event, object)

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from histcore._cancellation import gather_all, to_the_end
 from histcore.engine.collector import collector_paused
 from histcore.engine.items import (
     deduplicate_input_items_preferring_latest,
@@ -298,7 +299,7 @@ class _RunLoop:
         decided = [item for item in self.pending if item.call_id in self.approvals]
         undecided = [item for item in self.pending if item.call_id not in self.approvals]
         approved = [item for item in decided if self.approvals[item.call_id].approved]
-        results = await _gather_all([self._tool(i.name).run(i.arguments) for i in approved])
+        results = await gather_all([self._tool(i.name).run(i.arguments) for i in approved])
         texts = {item.call_id: text for item, text in zip(approved, results, strict=True)}
         for item in decided:
             message = self.approvals[item.call_id].message
@@ -428,7 +429,7 @@ class _RunLoop:
                 waiting.append(ToolApprovalItem(call))
             else:
                 runnable.append((call, tool))
-        texts = await _gather_all([tool.run(call["arguments"]) for call, tool in runnable])
+        texts = await gather_all([tool.run(call["arguments"]) for call, tool in runnable])
         for (call, _), text in zip(runnable, texts, strict=True):
             self._append(_call_output(call["call_id"], text))
         for item in waiting:
@@ -494,7 +495,9 @@ class _RunLoop:
         turn_input, self.unsaved_input = self.unsaved_input, []
         # Shielded: once a write has started it completes, so a cancelled run leaves
         # whole turns in the session, never a call without its output.
-        await _shielded(save_turn_to_session(self.session, turn_input, items))
+        await to_the_end(
+            asyncio.ensure_future(save_turn_to_session(self.session, turn_input, items))
+        )
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -558,34 +561,6 @@ def _own_items(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
     with collector_paused():  # a bulk copy of acyclic JSON trees
         copies: list[dict[str, Any]] = deep_copy_items(dumped)
     return copies
-
-
-async def _gather_all(jobs: list[Coroutine[Any, Any, _T]]) -> list[_T]:
-    """Run ``jobs`` concurrently and return their results in order; on the first
-    failure the others are cancelled."""
-    if len(jobs) <= 1:
-        return [await job for job in jobs]
-    tasks = [asyncio.ensure_future(job) for job in jobs]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.wait(tasks)
-        for task in tasks:  # mark the siblings' own failures as seen
-            if not task.cancelled():
-                task.exception()
-        raise
-
-
-async def _shielded(work: Coroutine[Any, Any, _T]) -> _T:
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        if not task.done():
-            await task  # finish the write, then let the cancellation through
-        raise
 
 
 def _call_output(call_id: str, text: str) -> dict[str, Any]:
