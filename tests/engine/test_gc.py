@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from histcore.engine import collector as _gc
-from histcore.engine.collector import PROMOTE_AFTER, collector_paused, interpreter_frozen
+from histcore.engine.collector import (
+    PAUSE_FROM_ITEMS,
+    PROMOTE_AFTER,
+    collector_paused,
+    interpreter_frozen,
+    paused_for,
+)
 from histcore.sessions import SQLiteSession
 
 
@@ -45,6 +51,22 @@ def test_the_collector_is_off_inside_and_on_after() -> None:
         with collector_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    ("items", "paused"),
+    [
+        ([{}] * (PAUSE_FROM_ITEMS - 1), False),  # a short list: not worth a pause
+        ([], False),
+        ([{}] * PAUSE_FROM_ITEMS, True),
+        (tuple([{}] * 3), True),  # not an exact list: its size is not read
+        (type("Items", (list,), {})([{}]), True),
+    ],
+)
+def test_paused_for_pauses_all_but_short_lists(items: object, paused: bool) -> None:
+    with paused_for(items):
+        assert gc.isenabled() is not paused
     assert gc.isenabled()
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from histcore.engine import items as engine
-from histcore.engine.collector import collector_paused
+from histcore.engine.collector import paused_for
 
 __all__ = ["deep_copy", "dump_compatible_copy"]
 
@@ -29,7 +29,7 @@ def _plain_copy(value: list[Any], allow_shared: bool) -> list[Any] | None:
         # The pure twin runs Python code while it copies: it copies with the collector on.
         copied = engine.plain_json_copy(value, allow_shared=allow_shared)
         return copied
-    with collector_paused():
+    with paused_for(value):
         copied = engine.plain_json_copy(value, allow_shared=allow_shared)
     return copied
 

@@ -35,7 +35,7 @@ from types import ModuleType
 from typing import Any, cast
 
 from histcore.engine import items as engine
-from histcore.engine.collector import collector_paused
+from histcore.engine.collector import paused_for
 from histcore.engine.exact_json import loads_as_json
 from histcore.openai_agents._copies import deep_copy, dump_compatible_copy
 from histcore.openai_agents._sorted_json import ENGINE_TEXT, sorted_json
@@ -218,8 +218,8 @@ def skipped_names(module: ModuleType | None) -> tuple[str, ...] | None:
 def plain_copies(items: Any, without: frozenset[str] = frozenset()) -> list[Any] | None:
     """``dict(item)`` of every item, when ``items`` is an exact list of exact dicts none
     of which holds a key in ``without``; else None. One engine pass, collector paused
-    (the copies are new containers, not cycles)."""
-    with collector_paused():
+    unless the list is short (the copies are new containers, not cycles)."""
+    with paused_for(items):
         copies = engine.shallow_dict_copies(items, tuple(without))
     return None if copies is NotImplemented else cast("list[Any]", copies)
 

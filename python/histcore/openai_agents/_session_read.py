@@ -27,7 +27,7 @@ from typing import Any, cast
 import orjson
 
 from histcore.engine import items as engine
-from histcore.engine.collector import collector_paused
+from histcore.engine.collector import paused_for
 from histcore.openai_agents._replacements import JsonModule, intact, like
 from histcore.openai_agents._watch import Watch
 
@@ -50,7 +50,7 @@ def _decode_each(rows: list[Any], json_module: Any) -> list[Any]:
 def decode_rows(rows: list[Any], json_module: Any) -> list[Any]:
     """What the SDK's row loop returns for ``rows`` with ``json_module`` as ``json``."""
     skipped = (json_module.JSONDecodeError, TypeError)
-    with collector_paused():
+    with paused_for(rows):
         decoded = engine.decode_rows(rows, orjson.loads, json_module.loads, skipped)
     if decoded is NotImplemented:
         return _decode_each(rows, json_module)
