@@ -29,11 +29,11 @@ interpreter. So a count at most what the interpreter held when this module was
 imported, if that was below ``_INTERPRETER_FROZEN_MAX``, is the interpreter's own.
 
 Small builds are not worth a pause (``paused_for``): from fewer than
-``PAUSE_FROM_ITEMS`` items they make a few hundred containers, under CPython's
-young-generation threshold (700), so at most one collection falls in the build, paused
-or not (the allocation count goes on during a pause, and that collection comes right
-after it), while the pause itself costs about 2 us: more than the engine's copy of 10
-items.
+``PAUSE_FROM_ITEMS`` items of the usual shapes (a dict with a few nested containers)
+they make a few hundred containers, under CPython's young-generation threshold (700),
+so at most one collection falls in the build, paused or not (the allocation count goes
+on during a pause, and that collection comes right after it), while the pause itself
+costs about 2 us: more than the engine's copy of 10 items.
 """
 
 from __future__ import annotations
