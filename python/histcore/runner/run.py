@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from histcore._cancellation import gather_all, to_the_end
 from histcore.engine.collector import collector_paused
@@ -66,7 +66,6 @@ __all__ = ["DEFAULT_MAX_TURNS", "Runner"]
 #: ``max_turns`` of a fresh run when none is given (a resumed run keeps its state's).
 DEFAULT_MAX_TURNS = 10
 _ERROR_HANDLER_KINDS = frozenset({"max_turns"})
-_T = TypeVar("_T")
 
 
 def rejection_text(tool_name: str) -> str:
