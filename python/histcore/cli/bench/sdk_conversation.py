@@ -163,9 +163,9 @@ class TurnTiming:
     size: int
     plain: Timing
     installed: Timing
-    #: First turns only: the garbage collector's time inside each timed turn.
-    plain_gc: Timing | None = None
-    installed_gc: Timing | None = None
+    #: First turns only: the garbage collector's time inside the timed turns, plain
+    #: and installed.
+    collector: tuple[Timing, Timing] | None = None
 
     @property
     def speedup(self) -> float:
@@ -315,8 +315,7 @@ def _time_first_turns(
         size,
         timing(samples["plain"]),
         timing(samples["installed"]),
-        timing(collecting["plain"]),
-        timing(collecting["installed"]),
+        (timing(collecting["plain"]), timing(collecting["installed"])),
     )
 
 
@@ -482,19 +481,22 @@ def _verdict(turn: TurnTiming) -> str:
 
 
 def _turn_lines(title: str, turns: list[TurnTiming]) -> list[str]:
-    collector = any(turn.plain_gc is not None for turn in turns)
-    in_gc = f"  {'in GC: plain / installed':>24}" if collector else ""
+    def in_gc(turn: TurnTiming) -> str:
+        if turn.collector is None:
+            return ""
+        plain, installed = (format_seconds(timing.median) for timing in turn.collector)
+        return f"  {plain + ' / ' + installed:>24}"
+
+    collector = any(turn.collector is not None for turn in turns)
+    header = f"  {'in GC: plain / installed':>24}" if collector else ""
     lines = [
         title,
-        f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}{in_gc}  target",
+        f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}{header}  target",
     ]
     for turn in turns:
-        if turn.plain_gc is not None and turn.installed_gc is not None:
-            plain_gc, installed_gc = turn.plain_gc.median, turn.installed_gc.median
-            in_gc = f"  {format_seconds(plain_gc) + ' / ' + format_seconds(installed_gc):>24}"
         lines.append(
             f"{size_label(turn.size):>8}  {format_seconds(turn.plain.median):>10}  "
-            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{in_gc}  "
+            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{in_gc(turn)}  "
             f"{_verdict(turn)}"
         )
     return lines
@@ -540,9 +542,8 @@ def _turn_json(turn: TurnTiming) -> dict[str, Any]:
         "target": TARGETS.get(turn.size),
         "target_met": target_met(turn),
     }
-    if turn.plain_gc is not None and turn.installed_gc is not None:
-        data["plain_gc"] = turn.plain_gc.to_json()
-        data["installed_gc"] = turn.installed_gc.to_json()
+    if turn.collector is not None:
+        data["plain_gc"], data["installed_gc"] = (timing.to_json() for timing in turn.collector)
     return data
 
 
