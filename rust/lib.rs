@@ -288,22 +288,38 @@ mod _core {
     /// nesting goes deeper (cycles included), when a container is reached twice unless
     /// ``allow_shared`` (shared containers are then copied once per reference), or when
     /// the copy would hold more than 1024 containers per item plus 2**20 (sharing can make
-    /// a copy far larger than its input). Runs no Python code of the items.
+    /// a copy far larger than its input). Also None when an item is a dict holding a key
+    /// named in ``without`` (a tuple of str). Runs no Python code of the items.
     #[pyfunction]
-    #[pyo3(signature = (items, *, allow_shared=false))]
+    #[pyo3(signature = (items, *, allow_shared=false, without=None))]
     fn plain_json_copy<'py>(
         py: Python<'py>,
         items: &Bound<'py, PyAny>,
         allow_shared: bool,
+        without: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let keys = match without {
+            Some(without) => str_tuple(without, "without")?,
+            None => Vec::new(),
+        };
         let items = Items::of(items, "items")?;
         let mut copier = PlainCopier::new(items.len(), allow_shared);
         let mut copies = Vec::with_capacity(items.len());
         for index in 0..items.len() {
-            match copier.copy(&items.get(index)?, 0)? {
-                Some(copy) => copies.push(copy),
-                None => return Ok(None),
+            let Some(copy) = copier.copy(&items.get(index)?, 0)? else {
+                return Ok(None);
+            };
+            // Looked up in the copy, whose keys are plain scalars: no user `__eq__` runs.
+            if !keys.is_empty() {
+                if let Ok(copy) = copy.cast::<PyDict>() {
+                    for key in &keys {
+                        if copy.contains(key)? {
+                            return Ok(None);
+                        }
+                    }
+                }
             }
+            copies.push(copy);
         }
         PyList::new(py, copies).map(Some)
     }

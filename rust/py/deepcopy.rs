@@ -218,7 +218,13 @@ impl PlainCopier {
     pub fn new(items: usize, allow_shared: bool) -> Self {
         PlainCopier {
             allow_shared,
-            seen: HashSet::default(),
+            // Every item is at least one container when sharing is refused: reserved
+            // up front, the set is not rebuilt as it grows.
+            seen: if allow_shared {
+                HashSet::default()
+            } else {
+                HashSet::with_capacity_and_hasher(items, MixState::default())
+            },
             containers: 0,
             budget: BUDGET_PER_ITEM
                 .saturating_mul(items)

@@ -116,6 +116,20 @@ def test_shared_copies_that_would_explode_give_none(engine: ModuleType) -> None:
     assert engine.plain_json_copy([tower]) is None
 
 
+def test_items_holding_a_key_without_names_give_none(engine: ModuleType) -> None:
+    items = [{"type": "message", "content": [{"created_by": "nested is fine"}]}, "text", []]
+    assert engine.plain_json_copy(items, without=("created_by", "id")) == items
+    assert engine.plain_json_copy(items, without=()) == items
+    assert engine.plain_json_copy([*items, {"id": 1}], without=("created_by", "id")) is None
+    # An int key equal in hash to nothing named is no match; a key is looked up, not scanned.
+    assert engine.plain_json_copy([{1: "a", "idx": 2}], without=("id",)) == [{1: "a", "idx": 2}]
+    with pytest.raises(TypeError, match=r"^without must be a tuple of str, not list$"):
+        engine.plain_json_copy([], without=["id"])  # type: ignore[arg-type]
+    holding = r"^without must be a tuple of str, not a tuple holding int$"
+    with pytest.raises(TypeError, match=holding):
+        engine.plain_json_copy([], without=(1,))  # type: ignore[arg-type]
+
+
 def test_arguments(engine: ModuleType) -> None:
     assert engine.plain_json_copy([]) == []
     assert engine.plain_json_copy(iter([{"a": 1}])) == [{"a": 1}]
@@ -154,13 +168,20 @@ def _shared_structures() -> st.SearchStrategy[list[Any]]:
         st.lists(st.dictionaries(st.one_of(big_ints, st.none()), json_values(4), max_size=3)),
     ),
     st.booleans(),
+    st.sampled_from([None, (), ("type",), ("content", "created_by")]),
 )
 def test_rust_and_pure_agree(
-    pure: ModuleType, core: ModuleType, items: list[Any], allow_shared: bool
+    pure: ModuleType,
+    core: ModuleType,
+    items: list[Any],
+    allow_shared: bool,
+    without: tuple[str, ...] | None,
 ) -> None:
-    ours = core.plain_json_copy(items, allow_shared=allow_shared)
-    theirs = pure.plain_json_copy(items, allow_shared=allow_shared)
+    ours = core.plain_json_copy(items, allow_shared=allow_shared, without=without)
+    theirs = pure.plain_json_copy(items, allow_shared=allow_shared, without=without)
     assert (ours is None) == (theirs is None)
+    if without and ours is not None:
+        assert not [item for item in items if isinstance(item, dict) and set(item) & set(without)]
     if ours is not None:
         assert_independent_copy(ours, items)
         assert repr(ours) == repr(theirs)  # NaN-safe equality

@@ -608,7 +608,11 @@ def recipe_callback(
 
 
 def _prepare_outcome(
-    history: list[Any], new: list[Any], recipe: list[tuple[str, int, Any]], limit: int | None
+    history: list[Any],
+    new: list[Any] | str,
+    recipe: list[tuple[str, int, Any]],
+    limit: int | None,
+    policy: str | None = None,
 ) -> tuple[str, Any]:
     from agents.memory import SessionSettings
 
@@ -617,7 +621,11 @@ def _prepare_outcome(
     try:
         prepared, persisted = asyncio.run(
             sdk_session.prepare_input_with_session(
-                copy.deepcopy(new), session, recipe_callback(recipe), settings_
+                copy.deepcopy(new),
+                session,
+                recipe_callback(recipe),
+                settings_,
+                reasoning_item_id_policy=policy,  # type: ignore[arg-type]
             )
         )
     except Exception as exc:
@@ -652,20 +660,29 @@ ODD_HISTORY = st.lists(
 )
 @given(
     history=st.one_of(PLAIN_HISTORY, ODD_HISTORY),
-    new=st.lists(
-        st.one_of(sdk_items_strategy(), history_items(with_models=False, junk=False)),
-        min_size=1,
-        max_size=4,
+    # A str input is the case whose history copies take one deep copy (``_history_copies``).
+    new=st.one_of(
+        st.lists(
+            st.one_of(sdk_items_strategy(), history_items(with_models=False, junk=False)),
+            min_size=1,
+            max_size=4,
+        ),
+        st.text(max_size=12),
     ),
     recipe=callback_recipes(),
     limit=st.one_of(st.none(), st.integers(0, 6)),
+    policy=st.sampled_from([None, "omit", "preserve"]),
 )
 def test_prepare_input_with_session_matches_sdk_installed(
-    history: list[Any], new: list[Any], recipe: list[tuple[str, int, Any]], limit: int | None
+    history: list[Any],
+    new: list[Any] | str,
+    recipe: list[tuple[str, int, Any]],
+    limit: int | None,
+    policy: str | None,
 ) -> None:
-    expected = _prepare_outcome(history, new, recipe, limit)
+    expected = _prepare_outcome(history, new, recipe, limit, policy)
     with accelerator.installed():
-        actual = _prepare_outcome(history, new, recipe, limit)
+        actual = _prepare_outcome(history, new, recipe, limit, policy)
     assert actual[0] == expected[0], (expected, actual)
     if expected[0] == "raise":
         assert actual[1] == expected[1]
@@ -706,6 +723,70 @@ def test_prepare_uses_canonical_keys_for_plain_items_and_text_otherwise(
         assert tables == [True, True, False]
     else:
         assert tables == [], "the pure twin encodes slower than the SDK: text keys only"
+
+
+def test_prepare_copies_a_plain_history_once_for_a_str_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stripping copy that only feeds the deep copy is skipped exactly when it would
+    change nothing: a str input, no stripped key, a policy that keeps the list."""
+    from histcore.openai_agents import _prepare
+
+    converted: list[int] = []
+    real = _prepare._converted
+
+    def counting(module: Any, items: list[Any], stripped: Any) -> list[Any]:
+        converted.append(len(items))
+        return real(module, items, stripped)
+
+    monkeypatch.setattr(_prepare, "_converted", counting)
+    plain = [
+        {"role": "user", "content": [{"type": "input_text", "text": "a"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "ok"},
+    ]
+    recipe = [("history", 0, None), ("history", 1, None), ("copy_history", 2, None)]
+    recipe += [("mutate_history", 3, None), ("new", 0, None)]
+    cases = [
+        (plain, "hi", None, 0),
+        (plain, "hi", "preserve", 0),
+        (plain, "hi", "omit", 1),  # the policy makes new reasoning items
+        (plain, [{"role": "user", "content": "hi"}], None, 1),  # list input: SDK order
+        ([*plain, {"role": "user", "content": "x", "created_by": "me"}], "hi", None, 1),
+        ([plain[0], plain[0]], "hi", None, 1),  # a repeated item: deepcopy shares it
+    ]
+    for history, new, policy, expected_converted in cases:
+        expected = _prepare_outcome(history, new, recipe, None, policy)
+        converted.clear()
+        with accelerator.installed():
+            actual = _prepare_outcome(history, new, recipe, None, policy)
+        assert_same_tree(expected, actual)
+        assert actual[0] == "ok"
+        assert len(converted) == expected_converted, (new, policy)
+
+
+def test_prepared_input_is_new_dicts_even_when_pruning_reads_the_callbacks() -> None:
+    """The orphan pruning reads the callback's own dicts; what the model gets are copies."""
+    from agents.memory import SessionSettings
+
+    history = [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]
+    returned: list[Any] = []
+
+    def callback(past: list[Any], new: list[Any]) -> list[Any]:
+        returned.extend([*past, *new, {"role": "user", "content": "made up"}])
+        return returned
+
+    with accelerator.installed():
+        prepared, persisted = asyncio.run(
+            sdk_session.prepare_input_with_session(
+                "hi", CopyingListSession(history), callback, SessionSettings()
+            )
+        )
+    # The orphan call is pruned; the rest are equal to, and not, the callback's dicts.
+    assert prepared == returned[1:]
+    assert not {id(item) for item in prepared} & {id(item) for item in returned}
+    assert persisted == returned[1:]
 
 
 def test_reference_map_consumes_each_occurrence_once() -> None:

@@ -7,7 +7,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from histcore.engine.pure_args import MAX_DEPTH, as_list, each
+from histcore.engine.pure_args import MAX_DEPTH, as_list, each, str_tuple
 
 __all__ = ["deep_copy_items", "plain_json_copy"]
 
@@ -66,7 +66,9 @@ def _is_plain_scalar(value: Any) -> bool:
     return kind is str or kind is int or kind is float or kind is bool or value is None
 
 
-def plain_json_copy(items: Iterable[Any], *, allow_shared: bool = False) -> list[Any] | None:
+def plain_json_copy(
+    items: Iterable[Any], *, allow_shared: bool = False, without: tuple[str, ...] | None = None
+) -> list[Any] | None:
     """A copy of items that are plain JSON trees, or None.
 
     Copies items made only of exact dict, list, str, int, float, bool and None (dict
@@ -75,7 +77,8 @@ def plain_json_copy(items: Iterable[Any], *, allow_shared: bool = False) -> list
     nesting goes deeper (cycles included), when a container is reached twice unless
     ``allow_shared`` (shared containers are then copied once per reference), or when
     the copy would hold more than 1024 containers per item plus 2**20 (sharing can make
-    a copy far larger than its input). Runs no Python code of the items.
+    a copy far larger than its input). Also None when an item is a dict holding a key
+    named in ``without`` (a tuple of str). Runs no Python code of the items.
     """
     if type(allow_shared) is not bool:  # worded as the extension's argument parser words it
         what = "'None'" if allow_shared is None else f"'{type(allow_shared).__name__}' object"
@@ -83,6 +86,7 @@ def plain_json_copy(items: Iterable[Any], *, allow_shared: bool = False) -> list
         if hasattr(error, "add_note"):  # Python 3.11+
             error.add_note("while processing 'allow_shared'")
         raise error
+    keys = () if without is None else str_tuple(without, "without")
     items = as_list(items, "items")
     seen: set[int] = set()
     budget = _PLAIN_BUDGET_PER_ITEM * len(items) + _PLAIN_BUDGET_BASE
@@ -111,7 +115,14 @@ def plain_json_copy(items: Iterable[Any], *, allow_shared: bool = False) -> list
             copied[key] = copy(member, depth + 1)
         return copied
 
+    copies = []
     try:
-        return [copy(item, 0) for item in items]
+        for item in items:
+            copied = copy(item, 0)
+            # Looked up in the copy, whose keys are plain scalars: no user ``__eq__`` runs.
+            if keys and type(copied) is dict and any(map(copied.__contains__, keys)):
+                return None
+            copies.append(copied)
     except _NotPlain:
         return None
+    return copies

@@ -23,14 +23,16 @@ from histcore.engine.collector import paused_for
 __all__ = ["deep_copy", "dump_compatible_copy"]
 
 
-def _plain_copy(value: list[Any], allow_shared: bool) -> list[Any] | None:
+def _plain_copy(
+    value: list[Any], allow_shared: bool, without: tuple[str, ...] = ()
+) -> list[Any] | None:
     copied: list[Any] | None
     if engine.BACKEND != "rust":
         # The pure twin runs Python code while it copies: it copies with the collector on.
-        copied = engine.plain_json_copy(value, allow_shared=allow_shared)
+        copied = engine.plain_json_copy(value, allow_shared=allow_shared, without=without)
         return copied
     with paused_for(value):
-        copied = engine.plain_json_copy(value, allow_shared=allow_shared)
+        copied = engine.plain_json_copy(value, allow_shared=allow_shared, without=without)
     return copied
 
 
@@ -41,12 +43,13 @@ def dump_compatible_copy(value: list[Any]) -> list[Any] | None:
     return _plain_copy(value, allow_shared=True)
 
 
-def deep_copy(value: list[Any]) -> list[Any] | None:
-    """What ``copy.deepcopy(value)`` returns for a list of dicts, or None if not provable.
+def deep_copy(value: list[Any], without: frozenset[str] = frozenset()) -> list[Any] | None:
+    """What ``copy.deepcopy(value)`` returns for a list of dicts, or None if not provable
+    (or an item holds a key in ``without``).
 
     The items themselves must be dicts: the SDK tells history copies from new-item
     copies by the identity of the items, and deepcopy would return a str item itself.
     """
     if not value or set(map(type, value)) != {dict}:
         return None
-    return _plain_copy(value, allow_shared=False)
+    return _plain_copy(value, allow_shared=False, without=tuple(without))

@@ -67,6 +67,18 @@ def _ensured(module: ModuleType, items: list[Any]) -> list[Any]:
     return [ensure(item) for item in items]
 
 
+def _for_pruning(module: ModuleType, combined: list[Any]) -> list[Any]:
+    """What the orphan pruning may read in place of ``_ensured(module, combined)``.
+
+    When every item is an exact dict, the SDK's copies would only be read by the
+    pruning, which keeps items as they are, and then copied again by normalising, which
+    copies every dict: the items themselves give the same result, one copy fewer.
+    """
+    if type(combined) is list and all_dicts(combined):
+        return list(combined)
+    return _ensured(module, combined)
+
+
 def _converted(module: ModuleType, items: list[Any], stripped: frozenset[str] | None) -> list[Any]:
     """``[strip(ensure(item)) for item in items]``: stripping copies, so one copy each,
     and a plain copy (in C) when no item holds a key the SDK strips."""
@@ -87,6 +99,29 @@ def _deep_copied(module: ModuleType, items: list[Any]) -> list[Any]:
         return copied
     result: list[Any] = module.copy.deepcopy(items)
     return result
+
+
+def _history_copies(
+    module: ModuleType,
+    history: list[Any],
+    new_input: Any,
+    stripped: frozenset[str] | None,
+    policy: Any,
+) -> list[Any] | None:
+    """The history copies handed to the callback, in one deep copy, or None.
+
+    The SDK makes them in two steps: a stripping copy of each item (and its reasoning-id
+    policy), then a deep copy of those. When no item holds a key it strips and the
+    policy keeps the list as it is, the first copy only feeds the second: one deep copy
+    of the history gives the same values, all in new containers. Only for a str input,
+    whose conversion runs no code in between.
+    """
+    if stripped is None or type(new_input) is not str:
+        return None
+    probe: list[Any] = []
+    if module.apply_reasoning_item_id_policy(probe, policy) is not probe:
+        return None
+    return deep_copy(history, stripped) if type(history) is list else None
 
 
 def _keys(
@@ -221,12 +256,16 @@ async def prepare(
         history = await module._session_get_items(
             session, wrapper=wrapper, capture_compaction_generation=True
         )
-    converted = module.apply_reasoning_item_id_policy(
-        _converted(module, list(history), stripped), arguments.get("reasoning_item_id_policy")
-    )
+    policy = arguments.get("reasoning_item_id_policy")
+    history_copies = _history_copies(module, history, arguments["input"], stripped, policy)
+    if history_copies is None:
+        converted = module.apply_reasoning_item_id_policy(
+            _converted(module, list(history), stripped), policy
+        )
     new_input = _ensured(module, module.ItemHelpers.input_to_new_input_list(arguments["input"]))
 
-    history_copies = _deep_copied(module, converted)
+    if history_copies is None:
+        history_copies = _deep_copied(module, converted)
     new_copies = _deep_copied(module, new_input)
     # Kept alive so the ids stay theirs even if the callback drops them from its list.
     original_history = list(history_copies)
@@ -243,7 +282,7 @@ async def prepare(
     )
     appended_items = _ensured(module, appended)
     filtered = module.drop_orphan_function_calls(
-        _ensured(module, combined), pruning_indexes=prune, output_pruning_indexes=None
+        _for_pruning(module, combined), pruning_indexes=prune, output_pruning_indexes=None
     )
     prepared = module.deduplicate_input_items_preferring_latest(
         module.normalize_input_items_for_api(filtered)
