@@ -36,11 +36,14 @@ def _plain_copy(
     return copied
 
 
-def dump_compatible_copy(value: list[Any]) -> list[Any] | None:
-    """What the SDK's ``_to_dump_compatible(value)`` returns, or None if not provable."""
+def dump_compatible_copy(
+    value: list[Any], without: frozenset[str] = frozenset()
+) -> list[Any] | None:
+    """What the SDK's ``_to_dump_compatible(value)`` returns, or None if not provable
+    (or an item holds a key in ``without``)."""
     # Sharing is fine: the SDK's function copies a shared container once per reference,
     # as the engine does.
-    return _plain_copy(value, allow_shared=True)
+    return _plain_copy(value, allow_shared=True, without=tuple(without))
 
 
 def deep_copy(value: list[Any], without: frozenset[str] = frozenset()) -> list[Any] | None:

@@ -37,6 +37,7 @@ from histcore.openai_agents import _prepare as prepare
 from histcore.openai_agents import _replacements as fast
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents import _session_read as session_read
+from histcore.openai_agents import _turn_input as turn_input
 from histcore.openai_agents._versions import KNOWN_SOURCE_DIGESTS, source_digest
 from histcore.openai_agents._watch import Watch
 
@@ -297,6 +298,20 @@ GROUPS: tuple[Group, ...] = (
                 ),
                 everywhere=False,
                 owner="SQLiteSession",
+            ),
+        ),
+    ),
+    Group(
+        name="turn_input",
+        module="agents.run_internal.run_loop",
+        sources=("_prepare_turn_input_items",),
+        targets=(
+            Target(
+                "_prepare_turn_input_items",
+                lambda original, module, _, watch: turn_input.make_prepare_turn_input_items(
+                    original, module, watch
+                ),
+                watch=turn_input.watch_for,
             ),
         ),
     ),

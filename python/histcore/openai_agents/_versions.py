@@ -50,6 +50,7 @@ KNOWN_SOURCE_DIGESTS: dict[str, frozenset[str]] = {
     "to_dump_compatible": frozenset({"43ce3a38abe44d93"}),
     "clone_original_input": frozenset({"07211c96fad9475c"}),
     "session_read": frozenset({"5decab7453da6dcb"}),
+    "turn_input": frozenset({"69a720eee4639e9f"}),
     # prepare_input_with_session changed in 0.22.1 (compaction generation capture) and
     # strip_internal_input_item_metadata in 0.23.0 (also drops created_by)
     "session_keys": frozenset(
