@@ -49,6 +49,7 @@ from agents import function_tool as sdk_function_tool
 from agents.items import TResponseInputItem
 from agents.models.interface import Model
 from agents.run_internal import items as sdk_items
+from agents.run_internal import run_loop as sdk_run_loop
 from agents.run_internal import session_persistence as sdk_session
 from agents.util import _json as sdk_json
 
@@ -353,6 +354,8 @@ def _helper_cases(
     frequency = _as_installed("session_keys")["_build_frequency_map"]
     to_dump = _as_installed("to_dump_compatible")["_to_dump_compatible"]
     copier = _as_installed("callback_copies")["copy"]
+    normalize = _as_installed("normalize")["normalize_input_items_for_api"]
+    turn_input = _as_installed("turn_input")["_prepare_turn_input_items"]
     return [
         (
             "_dedupe_key (each item)",
@@ -403,6 +406,18 @@ def _helper_cases(
             equal,
         ),
         ("copy.deepcopy", lambda: copy.deepcopy(history), lambda: copier.deepcopy(history), equal),
+        (
+            "normalize_input_items_for_api",
+            lambda: sdk_items.normalize_input_items_for_api(history),
+            lambda: normalize(history),
+            equal,
+        ),
+        (
+            "_prepare_turn_input_items (the history as input)",
+            lambda: sdk_run_loop._prepare_turn_input_items(history, [], None),
+            lambda: turn_input(history, [], None),
+            equal,
+        ),
     ]
 
 
