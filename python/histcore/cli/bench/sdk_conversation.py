@@ -413,7 +413,7 @@ def _helper_cases(
             equal,
         ),
         (
-            "_prepare_turn_input_items (the history as input)",
+            "_prepare_turn_input_items (history)",
             lambda: sdk_run_loop._prepare_turn_input_items(history, [], None),
             lambda: turn_input(history, [], None),
             equal,
