@@ -31,6 +31,8 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseReasoningIt
 import histcore.openai_agents as accelerator
 from histcore.openai_agents import _turn_input
 from tests.openai_agents.test_equivalence import assert_same_tree, copyable_lists
+from tests.support.strategies import json_values
+from tests.support.strategies import sdk_items as sdk_item_strategy
 
 AGENT: Agent[Any] = Agent(name="turn input")
 METADATA = ("_agents_tool_description", "_agents_tool_title", "created_by")
@@ -69,6 +71,9 @@ RUN_ITEMS = st.lists(
     max_size=5,
 )
 CALLER_INPUTS = st.one_of(
+    # SDK-shaped plain items (the engine's path), and everything else copies meet.
+    st.lists(sdk_item_strategy(), max_size=6),
+    st.lists(st.one_of(sdk_item_strategy(), json_values(max_leaves=4)), max_size=6),
     copyable_lists(),
     st.lists(
         st.builds(
