@@ -218,13 +218,7 @@ impl PlainCopier {
     pub fn new(items: usize, allow_shared: bool) -> Self {
         PlainCopier {
             allow_shared,
-            // Every item is at least one container when sharing is refused: reserved
-            // up front, the set is not rebuilt as it grows.
-            seen: if allow_shared {
-                HashSet::default()
-            } else {
-                HashSet::with_capacity_and_hasher(items, MixState::default())
-            },
+            seen: HashSet::default(),
             containers: 0,
             budget: BUDGET_PER_ITEM
                 .saturating_mul(items)
