@@ -42,7 +42,7 @@ mod _core {
     use crate::core::orphans::Pruning;
     use crate::py::args::{index_mask, new_list, reject_extra, str_tuple, Items};
     use crate::py::content::{content_key_of, ListContentKeys};
-    use crate::py::deepcopy::{Copier, PlainCopier};
+    use crate::py::deepcopy::{holds_any, Copier, PlainCopier};
     use crate::py::encode::Encoder;
     use crate::py::extract::{
         all_screened, item_key, key_ids, screened_payload, KeyFields, Reader,
@@ -310,13 +310,9 @@ mod _core {
                 return Ok(None);
             };
             // Looked up in the copy, whose keys are plain scalars: no user `__eq__` runs.
-            if !keys.is_empty() {
-                if let Ok(copy) = copy.cast::<PyDict>() {
-                    for key in &keys {
-                        if copy.contains(key)? {
-                            return Ok(None);
-                        }
-                    }
+            if let Ok(dict) = copy.cast::<PyDict>() {
+                if holds_any(dict, &keys)? {
+                    return Ok(None);
                 }
             }
             copies.push(copy);
@@ -344,10 +340,8 @@ mod _core {
             let Ok(item) = item.cast_exact::<PyDict>() else {
                 return Ok(py.NotImplemented().into_bound(py));
             };
-            for key in &keys {
-                if item.contains(key)? {
-                    return Ok(py.NotImplemented().into_bound(py));
-                }
+            if holds_any(item, &keys)? {
+                return Ok(py.NotImplemented().into_bound(py));
             }
         }
         let copies = new_list(py, items.len(), |index| {

@@ -9,11 +9,22 @@ use std::collections::HashSet;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::encode::depth_error;
 use crate::core::canonical::MAX_DEPTH;
 use crate::core::strings::MixState;
+
+/// Whether `dict` holds any of `keys` (the screen of the copies that must leave out the
+/// keys the SDK strips). A lookup compares keys, so a key object's `__eq__` may run.
+pub fn holds_any(dict: &Bound<'_, PyDict>, keys: &[Bound<'_, PyString>]) -> PyResult<bool> {
+    for key in keys {
+        if dict.contains(key)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
 
 /// Reusable deep copier (caches `copy.deepcopy`).
 pub struct Copier<'py> {
