@@ -60,18 +60,20 @@ def make_prepare_turn_input_items(
 ) -> PrepareTurnInput:
     prepare_model_input = module.prepare_model_input_items
     helpers, convert = _converter(original)
-    # Both checked here, at install: a function rebound before it is not the SDK's.
+    items_module = sys.modules[prepare_model_input.__module__]
+    stripped = stripped_keys(items_module.strip_internal_input_item_metadata)
+    without = stripped or frozenset()
+    # All decided here, at install: a function rebound before it is not the SDK's, and a
+    # stripping that does more than drop keys is no plain copy.
     follows = (
-        function_digest("prepare_model_input_items", prepare_model_input)
+        stripped is not None
+        and function_digest("prepare_model_input_items", prepare_model_input)
         in PREPARE_MODEL_INPUT_DIGESTS
         and function_digest(
             "ItemHelpers.input_to_new_input_list", getattr(convert, "__func__", None)
         )
         in CONVERSION_DIGESTS
     )
-    items_module = sys.modules[prepare_model_input.__module__]
-    stripped = stripped_keys(items_module.strip_internal_input_item_metadata)
-    without = frozenset() if stripped is None else stripped
     unchanged = intact(watch)
 
     @like(original)
@@ -81,7 +83,6 @@ def make_prepare_turn_input_items(
         caller_items = None
         if (
             follows
-            and stripped is not None
             and type(caller_input) is list
             and unchanged()
             and vars(helpers).get("input_to_new_input_list") is convert
