@@ -16,7 +16,7 @@
 # cargo and network access to both.
 #
 #   bash scripts/dist.sh
-#   PYTHON=python3.12 DIST_DIR=/tmp/out bash scripts/dist.sh
+#   PYTHON=python3.12 DIST_DIR=dist-py312 bash scripts/dist.sh
 #
 # PYTHON is the interpreter for the tools venv (default python3); DIST_DIR the output
 # directory (default dist/ in the checkout; earlier histcore artifacts there are removed).
