@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support import value_id
 from tests.support.strategies import (
     ITEM_LIST_FUNCTIONS,
     MAX_DEPTH,
@@ -99,7 +100,7 @@ BAD_INDEX_SETS: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("value", BAD_INDEX_SETS, ids=repr)
+@pytest.mark.parametrize("value", BAD_INDEX_SETS, ids=value_id)
 @pytest.mark.parametrize("argument", ["pruning_indexes", "output_pruning_indexes"])
 def test_index_sets_must_hold_ints(engine: ModuleType, argument: str, value: Any) -> None:
     items = [call("c1"), output("c2")]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support import value_id
 from tests.support.strategies import histories, history_items
 
 PROPERTY = settings(max_examples=200, deadline=None)
@@ -204,7 +205,7 @@ def test_shallow_dict_copies_copy_exact_dicts_without_the_keys(
 
 
 @pytest.mark.parametrize(
-    "without", [["created_by"], ("created_by", 3), "created_by", None], ids=repr
+    "without", [["created_by"], ("created_by", 3), "created_by", None], ids=value_id
 )
 def test_shallow_dict_copies_name_a_bad_key_tuple_alike(
     pure: ModuleType, core: ModuleType, without: Any

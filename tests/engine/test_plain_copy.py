@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support import value_id
 from tests.support.strategies import big_ints, deep_values, history_items, json_values, nested_lists
 
 MAX_DEPTH = 256
@@ -70,7 +71,7 @@ def test_plain_items_are_copied(engine: ModuleType) -> None:
         [type("S", (str,), {})("str subclass")],
         {"k": type("I", (int,), {})(3)},
     ],
-    ids=repr,
+    ids=value_id,
 )
 def test_anything_not_plain_gives_none(engine: ModuleType, odd: Any) -> None:
     assert engine.plain_json_copy([{"ok": 1}, odd]) is None

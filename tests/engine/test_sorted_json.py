@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support import value_id
 from tests.support.strategies import deep_values, exotic_values, json_values, unicode_text
 
 PROPERTY = settings(max_examples=400, deadline=None)
@@ -53,7 +54,7 @@ EDGE_VALUES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("value", EDGE_VALUES, ids=repr)
+@pytest.mark.parametrize("value", EDGE_VALUES, ids=value_id)
 def test_edge_values_give_json_dumps_text(engine: ModuleType, value: Any) -> None:
     assert engine.sorted_json_text(value) == dumps(value)
     assert engine.sorted_json_text([value, {"k": value}]) == dumps([value, {"k": value}])
@@ -150,7 +151,7 @@ def test_depth_beyond_max_depth_is_not_mine(engine: ModuleType, case: tuple[int,
         assert result is None
 
 
-@pytest.mark.parametrize("skip", [["list"], "str", ("ok", 1), ("ok", Text("x"))], ids=repr)
+@pytest.mark.parametrize("skip", [["list"], "str", ("ok", 1), ("ok", Text("x"))], ids=value_id)
 def test_skip_must_be_a_tuple_of_str(engine: ModuleType, skip: Any) -> None:
     with pytest.raises(TypeError, match="skip must be a tuple of str"):
         engine.sorted_json_text({}, skip)

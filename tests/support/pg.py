@@ -17,8 +17,8 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,8 @@ def _check_connects(dsn: str) -> None:
         raise PgUnavailable(f"cannot connect to HISTCORE_PG_DSN: {exc}") from exc
 
 
-def _start_cluster() -> PgServer:
+def _new_cluster() -> PgServer:
+    """A throwaway cluster made by scripts/pg-cluster.sh; the caller stops it."""
     exports: dict[str, str] = {}
     for line in _script("start").splitlines():
         if line.startswith("export ") and "=" in line:
@@ -96,9 +97,14 @@ def _start_cluster() -> PgServer:
             exports[name] = value
     if "HISTCORE_PG_DSN" not in exports or "HISTCORE_PG_DIR" not in exports:
         raise PgUnavailable(f"{CLUSTER_SCRIPT.name} start printed no DSN")
-    cluster_dir = exports["HISTCORE_PG_DIR"]
-    atexit.register(_stop_quietly, cluster_dir)
-    return PgServer(exports["HISTCORE_PG_DSN"], cluster_dir)
+    return PgServer(exports["HISTCORE_PG_DSN"], exports["HISTCORE_PG_DIR"])
+
+
+def _start_cluster() -> PgServer:
+    server = _new_cluster()
+    assert server.cluster_dir is not None
+    atexit.register(_stop_quietly, server.cluster_dir)
+    return server
 
 
 def _stop_quietly(cluster_dir: str) -> None:
@@ -164,16 +170,40 @@ def require_pg() -> PgServer:
         pytest.skip(f"PostgreSQL is unavailable: {exc}")
 
 
+@contextmanager
+def private_pg_server() -> Iterator[PgServer]:
+    """A cluster of its own for one test (a few seconds to make), stopped after it:
+    for a test that restarts its server, while other tests (and other pytest-xdist
+    workers) go on using the shared one. Skips or fails as ``require_pg`` does."""
+    require_pg()
+    try:
+        server = _new_cluster()
+        _check_connects(server.dsn)
+    except PgUnavailable as exc:
+        if in_ci():
+            pytest.fail(f"a private PostgreSQL cluster could not start: {exc}", pytrace=False)
+        pytest.skip(f"a private PostgreSQL cluster could not start: {exc}")
+    assert server.cluster_dir is not None
+    try:
+        yield server
+    finally:
+        _stop_quietly(server.cluster_dir)
+
+
 def unique(prefix: str) -> str:
     """A name no other test (or earlier run against the same server) uses."""
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
-async def pg_execute(sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Run one statement on a connection of its own (autocommit); its rows, if any."""
+async def pg_execute(
+    sql: str, params: tuple[Any, ...] = (), *, dsn: str | None = None
+) -> list[tuple[Any, ...]]:
+    """Run one statement on a connection of its own (autocommit) to ``dsn`` (default:
+    the shared server); its rows, if any."""
     import psycopg
 
-    async with await psycopg.AsyncConnection.connect(pg_server().dsn, autocommit=True) as conn:
+    target = pg_server().dsn if dsn is None else dsn
+    async with await psycopg.AsyncConnection.connect(target, autocommit=True) as conn:
         cursor = await conn.execute(sql, params)
         return await cursor.fetchall() if cursor.description else []
 
@@ -211,14 +241,14 @@ class Backends:
     the same object), as separate workers on one database would.
     """
 
-    def __init__(self, name: str, tmp_path: Path) -> None:
+    def __init__(self, name: str, tmp_path: Path, server: PgServer | None = None) -> None:
         self.name = name
         self._tmp_path = tmp_path
         self._memory: dict[str, MemorySession] = {}
         self._closers: list[Any] = []
         self.tables = unique("t")
         if name == "postgres":
-            self.dsn = require_pg().dsn
+            self.dsn = (server or require_pg()).dsn
 
     @property
     def durable(self) -> bool:
@@ -278,12 +308,16 @@ class Backends:
             # Leave a server given by HISTCORE_PG_DSN as it was found.
             kinds = ("messages", "sessions", "states", "states_versions")
             tables = ", ".join(f"{self.tables}_{kind}" for kind in kinds)
-            await pg_execute(f"DROP TABLE IF EXISTS {tables}")
+            await pg_execute(f"DROP TABLE IF EXISTS {tables}", dsn=self.dsn)
 
 
 @asynccontextmanager
-async def backends(name: str, tmp_path: Path) -> AsyncIterator[Backends]:
-    made = Backends(name, tmp_path)
+async def backends(
+    name: str, tmp_path: Path, server: PgServer | None = None
+) -> AsyncIterator[Backends]:
+    """Sessions and stores of backend ``name`` (PostgreSQL: on ``server``, default the
+    shared one), closed and their tables dropped at the end."""
+    made = Backends(name, tmp_path, server)
     try:
         yield made
     finally:
