@@ -207,18 +207,25 @@ def _reasoning_problems(facts: _Facts, out: list[Problem]) -> None:
             )
 
 
+def _lacks_reasoning(
+    facts: _Facts, required: dict[str, str], position: int, before: int | None
+) -> bool:
+    """Rule (e) at ``position``, whose item comes after the one at ``before``."""
+    item_id = facts.ids[position]
+    if item_id is None or facts.kinds[position] == _REASONING:
+        return False
+    needed = required.get(item_id)
+    if needed is None:
+        return False
+    return before is None or facts.kinds[before] != _REASONING or facts.ids[before] != needed
+
+
 def _history_problems(facts: _Facts, required: dict[str, str], out: list[Problem]) -> None:
     if not required:
         return
-    for position, item_id in enumerate(facts.ids):
-        if item_id is None or facts.kinds[position] == _REASONING:
-            continue
-        needed = required.get(item_id)
-        if needed is None:
-            continue
-        before = position - 1
-        if before < 0 or facts.kinds[before] != _REASONING or facts.ids[before] != needed:
-            out.append((position, "item_without_reasoning", item_id))
+    for position in range(len(facts.ids)):
+        if _lacks_reasoning(facts, required, position, position - 1 if position else None):
+            out.append((position, "item_without_reasoning", facts.ids[position]))
 
 
 def _id_problems(facts: _Facts, out: list[Problem]) -> None:
@@ -310,19 +317,88 @@ def unit_roots(items: list[Any]) -> tuple[list[int], list[int]]:
     return [_find(parent, position) for position in range(len(parent))], orphans
 
 
-def _dropped_units(facts: _Facts, problems: list[Problem]) -> list[bool]:
-    """Positions to drop: every unit holding a problem, user messages excepted."""
-    parent = _units(facts)
-    broken = {_find(parent, position) for position, _, _ in problems}
-    return [
-        facts.kinds[position] != _USER and _find(parent, position) in broken
-        for position in range(len(parent))
-    ]
-
-
 def _fixable(facts: _Facts, problems: list[Problem]) -> list[Problem]:
     # A duplicate id on a user message cannot be fixed: user messages are never dropped.
     return [problem for problem in problems if facts.kinds[problem[0]] != _USER]
+
+
+def _second_round(facts: _Facts, required: dict[str, str], dropped: list[bool]) -> list[int]:
+    """Positions breaking rule (e) once the first round's drops are made. Only an item
+    whose predecessor went can break it anew: the others kept the item before them,
+    and had no fixable problem."""
+    found: list[int] = []
+    if not required:
+        return found
+    before: int | None = None
+    for position in range(len(dropped)):
+        if dropped[position]:
+            continue
+        moved = position > 0 and dropped[position - 1]
+        if moved and facts.kinds[position] != _USER:
+            if _lacks_reasoning(facts, required, position, before):
+                found.append(position)
+        before = position
+    return found
+
+
+class _Cascade:
+    """The rounds after the first: dropping the units whose problems earlier drops
+    uncovered. Only a program call can lose its exemption, when every item it issued
+    after it went; it is followed per program."""
+
+    def __init__(self, facts: _Facts, roots: list[int], dropped: list[bool]) -> None:
+        self.facts, self.roots, self.dropped = facts, roots, dropped
+        _, last_output = _pair_bounds(facts)
+        # Per program call_id: its kept calls with no output after them (each exempt
+        # while the program issued a later item), and the positions of what it issued.
+        self.calls: dict[str, list[int]] = {}
+        for position, pair in enumerate(facts.pairs):
+            if (
+                pair is not None
+                and pair[0] == "program"
+                and facts.kinds[position] == _CALL
+                and not dropped[position]
+                and last_output.get(pair, -1) < position
+            ):
+                self.calls.setdefault(pair[1], []).append(position)
+        self.issued: dict[str, list[int]] = {program: [] for program in self.calls}
+        if self.calls:
+            for position, caller in enumerate(facts.caller):
+                if caller in self.issued:
+                    self.issued[caller].append(position)
+        self.members: dict[int, list[int]] | None = None
+
+    def run(self, second_round: list[int]) -> None:
+        """Drop the units of ``second_round``, then every program call that loses its
+        exemption, with its unit, until none does."""
+        dirty: list[str] = []
+        for position in second_round:
+            self._drop_unit(position, dirty)
+        dirty.extend(self.calls)
+        while dirty:
+            program = dirty.pop()
+            issued, calls = self.issued[program], self.calls[program]
+            while issued and self.dropped[issued[-1]]:
+                issued.pop()
+            last_issued = issued[-1] if issued else -1
+            # From the back: once a call is still exempt, so are the calls before it.
+            while calls and last_issued <= calls[-1]:
+                call = calls.pop()
+                if not self.dropped[call]:
+                    self._drop_unit(call, dirty)
+
+    def _drop_unit(self, position: int, dirty: list[str]) -> None:
+        if self.members is None:
+            self.members = {}
+            for member, root in enumerate(self.roots):
+                self.members.setdefault(root, []).append(member)
+        for member in self.members[self.roots[position]]:
+            if self.dropped[member] or self.facts.kinds[member] == _USER:
+                continue
+            self.dropped[member] = True
+            caller = self.facts.caller[member]
+            if caller is not None and caller in self.issued:
+                dirty.append(caller)
 
 
 def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]:
@@ -335,10 +411,23 @@ def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) 
     """
     current = list(_as_list(items, "items"))
     required = _required_reasoning(None if history is None else _as_list(history, "history"))
-    while True:
-        facts = _Facts(current)
-        problems = _fixable(facts, _problems(facts, required))
-        if not problems:
-            return current
-        dropped = _dropped_units(facts, problems)
-        current = [item for position, item in enumerate(current) if not dropped[position]]
+    facts = _Facts(current)
+    problems = _fixable(facts, _problems(facts, required))
+    if not problems:
+        return current
+    # Round one drops the units holding a problem. The rounds after it are followed
+    # incrementally, so that a chain of rounds stays linear. That is exact because units
+    # are kept or dropped whole: a kept reasoning item keeps the item after it, a kept
+    # pair keeps its first call and last output, so rules (a), (c) and (d) never break
+    # anew and the units of the kept items do not change. Two rules can: (e), at an
+    # item whose reasoning went in round one, and (b), at a program call whose issued
+    # items all went.
+    parent = _units(facts)
+    roots = [_find(parent, position) for position in range(len(current))]
+    broken = {roots[position] for position, _, _ in problems}
+    dropped = [
+        facts.kinds[position] != _USER and roots[position] in broken
+        for position in range(len(current))
+    ]
+    _Cascade(facts, roots, dropped).run(_second_round(facts, required, dropped))
+    return [item for position, item in enumerate(current) if not dropped[position]]
