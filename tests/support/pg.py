@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -178,16 +178,25 @@ def private_pg_server() -> Iterator[PgServer]:
     require_pg()
     try:
         server = _new_cluster()
-        _check_connects(server.dsn)
     except PgUnavailable as exc:
-        if in_ci():
-            pytest.fail(f"a private PostgreSQL cluster could not start: {exc}", pytrace=False)
-        pytest.skip(f"a private PostgreSQL cluster could not start: {exc}")
+        _no_private_server(exc)
     assert server.cluster_dir is not None
     try:
+        # Inside the try: a cluster that started but takes no connection is stopped too.
+        try:
+            _check_connects(server.dsn)
+        except PgUnavailable as exc:
+            _no_private_server(exc)
         yield server
     finally:
         _stop_quietly(server.cluster_dir)
+
+
+def _no_private_server(exc: PgUnavailable) -> NoReturn:
+    message = f"a private PostgreSQL cluster could not start: {exc}"
+    if in_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
 
 
 def unique(prefix: str) -> str:
