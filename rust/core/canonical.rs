@@ -10,6 +10,8 @@
 
 use std::fmt::Write as _;
 
+use crate::core::byte_runs::{below_space_bits, copy_until, equal_bits, Stops};
+
 /// Containers nested deeper than this are rejected (this also stops cycles).
 pub const MAX_DEPTH: usize = 256;
 
@@ -26,9 +28,6 @@ pub fn is_metadata_key(key: &[u8]) -> bool {
     METADATA_KEYS.contains(&key)
 }
 
-const LOW_BITS: u64 = 0x0101_0101_0101_0101;
-const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-
 /// Bytes that may need escaping: control bytes, `"`, `\`, and the lead byte `0xED` of a
 /// (possible) lone surrogate.
 const CANDIDATE: [bool; 256] = {
@@ -44,102 +43,46 @@ const CANDIDATE: [bool; 256] = {
     table
 };
 
-/// The high bit of each byte of `word` that is an escape candidate (see [`CANDIDATE`]),
-/// plus possibly bits of bytes *after* the first candidate (borrows only run upwards).
-/// So the lowest set bit always marks the first candidate exactly.
-#[inline]
-fn candidate_bits(word: u64) -> u64 {
-    let below_space = word.wrapping_sub(LOW_BITS * 0x20) & !word;
-    let quote = word ^ (LOW_BITS * u64::from(b'"'));
-    let backslash = word ^ (LOW_BITS * u64::from(b'\\'));
-    let surrogate_lead = word ^ (LOW_BITS * 0xED);
-    (below_space
-        | (quote.wrapping_sub(LOW_BITS) & !quote)
-        | (backslash.wrapping_sub(LOW_BITS) & !backslash)
-        | (surrogate_lead.wrapping_sub(LOW_BITS) & !surrogate_lead))
-        & HIGH_BITS
+/// The escape candidates ([`CANDIDATE`]) as a class where a copy of clean text stops.
+struct Candidates;
+
+impl Stops for Candidates {
+    #[inline]
+    fn contains(byte: u8) -> bool {
+        CANDIDATE[usize::from(byte)]
+    }
+
+    #[inline]
+    fn word_bits(word: u64) -> u64 {
+        below_space_bits(word)
+            | equal_bits(word, b'"')
+            | equal_bits(word, b'\\')
+            | equal_bits(word, 0xED)
+    }
+
+    #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
+    #[inline]
+    fn hits(chunk: std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_or_si128, _mm_set1_epi8};
+        // SAFETY: SSE2 is part of the x86_64 baseline, and these intrinsics only take and
+        // return values (no memory access).
+        unsafe {
+            // `min(byte, 0x1F) == byte` exactly when the byte is a control (unsigned).
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(chunk, _mm_set1_epi8(0x1F)), chunk);
+            let equal = |byte: u8| _mm_cmpeq_epi8(chunk, _mm_set1_epi8(byte.cast_signed()));
+            _mm_or_si128(
+                _mm_or_si128(control, equal(b'"')),
+                _mm_or_si128(equal(b'\\'), equal(0xED)),
+            )
+        }
+    }
 }
 
-/// Copy the clean bytes of `text` from `from` onwards to `out`, up to the first escape
-/// candidate; returns its position (or `text.len()`). Clean words are stored before they
-/// are checked, which is fine: `out` has room for the whole rest of the text, and the
-/// bytes past the first candidate are not counted into its length.
-///
-/// Room for the rest of the text is reserved first; the callers have reserved it
-/// already, so that costs one comparison.
+/// Copy the clean bytes of `text` from `from` on to `out`, up to the first escape
+/// candidate; returns its position (or `text.len()`).
 #[inline]
-fn copy_clean(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> usize {
-    out.reserve(text.len().saturating_sub(from));
-    // From here on `to - out.len()` (the length on entry) equals the number of bytes
-    // `from` has advanced, and the capacity holds all of `text[from..]` past `out.len()`:
-    // a write of `n` bytes at `to`, made only while `text.len() - from >= n`, stays in it.
-    // `out` does not reallocate below, so `target` stays valid.
-    let mut to = out.len();
-    let target = out.as_mut_ptr();
-    #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
-    // SAFETY: SSE2 is part of the x86_64 baseline, so these intrinsics are available. Each
-    // round loads `text[from..from + 16]`, in bounds since `from + 16 <= text.len()`, and
-    // stores it at `to`, inside the reserved room (see above); the unaligned load and
-    // store need no alignment. `set_len` then counts only bytes written from clean text.
-    unsafe {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-            _mm_or_si128, _mm_set1_epi8, _mm_storeu_si128,
-        };
-        let quote = _mm_set1_epi8(b'"'.cast_signed());
-        let backslash = _mm_set1_epi8(b'\\'.cast_signed());
-        let surrogate_lead = _mm_set1_epi8(0xEDu8.cast_signed());
-        let last_control = _mm_set1_epi8(0x1F);
-        while from + 16 <= text.len() {
-            let chunk = _mm_loadu_si128(text.as_ptr().add(from).cast::<__m128i>());
-            _mm_storeu_si128(target.add(to).cast::<__m128i>(), chunk);
-            // `min(byte, 0x1F) == byte` exactly when the byte is a control (unsigned).
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(chunk, last_control), chunk);
-            let hits = _mm_or_si128(
-                _mm_or_si128(control, _mm_cmpeq_epi8(chunk, quote)),
-                _mm_or_si128(
-                    _mm_cmpeq_epi8(chunk, backslash),
-                    _mm_cmpeq_epi8(chunk, surrogate_lead),
-                ),
-            );
-            let mask = _mm_movemask_epi8(hits);
-            if mask != 0 {
-                let clean = mask.trailing_zeros() as usize;
-                out.set_len(to + clean);
-                return from + clean;
-            }
-            from += 16;
-            to += 16;
-        }
-    }
-    // SAFETY: each write stores at `to` the bytes just read from `text[from..]` (8 with
-    // `write_unaligned`, which needs no alignment, or 1), inside the reserved room (see
-    // above); `set_len` counts only bytes written from clean text, all initialised.
-    unsafe {
-        while let Some(chunk) = text.get(from..from + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
-            target.add(to).cast::<u64>().write_unaligned(word.to_le());
-            let bits = candidate_bits(word);
-            if bits != 0 {
-                // Little-endian order: the lowest bits belong to the first byte.
-                let clean = (bits.trailing_zeros() / 8) as usize;
-                out.set_len(to + clean);
-                return from + clean;
-            }
-            from += 8;
-            to += 8;
-        }
-        while let Some(&byte) = text.get(from) {
-            if CANDIDATE[usize::from(byte)] {
-                break;
-            }
-            target.add(to).write(byte);
-            from += 1;
-            to += 1;
-        }
-        out.set_len(to);
-    }
-    from
+fn copy_clean(out: &mut Vec<u8>, text: &[u8], from: usize) -> usize {
+    copy_until::<Candidates>(out, text, from)
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -358,36 +301,9 @@ mod tests {
         assert_eq!(string(text.as_bytes()), expected);
     }
 
-    fn naive_candidate(text: &[u8], from: usize) -> usize {
-        (from..text.len())
-            .find(|&index| CANDIDATE[usize::from(text[index])])
-            .unwrap_or(text.len())
-    }
-
     #[test]
     fn clean_copies_stop_exactly_at_the_first_candidate() {
-        // Every byte value at every position of 0..40-byte texts, over backgrounds that
-        // provoke borrows in the word scan, with a second candidate after it.
-        for background in [b'a', 0x21, 0x80, 0xEC, 0xFF] {
-            for length in 0..40 {
-                for position in 0..length {
-                    for byte in 0..=255u8 {
-                        let mut text = vec![background; length];
-                        text[position] = byte;
-                        if position + 3 < length {
-                            text[position + 3] = b'"';
-                        }
-                        for from in [0, position, position + 1] {
-                            let expected = naive_candidate(&text, from);
-                            let mut out = Vec::with_capacity(length + 1);
-                            out.push(b'>');
-                            assert_eq!(copy_clean(&mut out, &text, from), expected, "{text:?}");
-                            assert_eq!(out[1..], text[from..expected]);
-                        }
-                    }
-                }
-            }
-        }
+        crate::core::byte_runs::check_stops_exactly::<Candidates>(&[b'a', 0x21, 0x80, 0xEC, 0xFF]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! implements for Python objects: [`keys::ItemFields`], [`classify::ContentKeys`],
 //! [`orphans::Oracle`].
 
+pub mod byte_runs;
 pub mod canonical;
 pub mod classify;
 pub mod dedupe;

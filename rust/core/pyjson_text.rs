@@ -6,21 +6,7 @@
 //! `canonical.rs`). Numbers and constants are written by `canonical.rs`, whose forms are
 //! `float.__repr__`'s and json's (`NaN`, `Infinity`, `-Infinity`).
 
-const LOW_BITS: u64 = 0x0101_0101_0101_0101;
-const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `word` that json's ASCII encoder escapes (controls,
-/// `"`, `\`, DEL and every non-ASCII byte), plus possibly bits of bytes after the first
-/// such byte (borrows only run upwards): the lowest set bit marks the first one exactly.
-#[inline]
-fn escaped_bits(word: u64) -> u64 {
-    let equal = |byte: u8| {
-        let bits = word ^ (LOW_BITS * u64::from(byte));
-        bits.wrapping_sub(LOW_BITS) & !bits
-    };
-    let below_space = word.wrapping_sub(LOW_BITS * 0x20) & !word;
-    (word | below_space | equal(b'"') | equal(b'\\') | equal(0x7F)) & HIGH_BITS
-}
+use crate::core::byte_runs::{below_space_bits, copy_until, equal_bits, Stops, HIGH_BITS};
 
 /// Whether json's ASCII encoder writes `byte` as it is.
 #[inline]
@@ -28,23 +14,40 @@ fn is_plain(byte: u8) -> bool {
     (0x20..0x7F).contains(&byte) && byte != b'"' && byte != b'\\'
 }
 
-/// The length of the run of plain bytes of `text` from `from` on.
-#[inline]
-fn plain_run(text: &[u8], from: usize) -> usize {
-    let mut index = from;
-    while let Some(chunk) = text.get(index..index + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
-        let bits = escaped_bits(word);
-        if bits != 0 {
-            // Little-endian order: the lowest bits belong to the first byte.
-            return index + (bits.trailing_zeros() / 8) as usize - from;
+/// What json's ASCII encoder escapes: controls, `"`, `\`, DEL and every non-ASCII byte.
+struct Escaped;
+
+impl Stops for Escaped {
+    #[inline]
+    fn contains(byte: u8) -> bool {
+        !is_plain(byte)
+    }
+
+    #[inline]
+    fn word_bits(word: u64) -> u64 {
+        (word & HIGH_BITS)
+            | below_space_bits(word)
+            | equal_bits(word, b'"')
+            | equal_bits(word, b'\\')
+            | equal_bits(word, 0x7F)
+    }
+
+    #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
+    #[inline]
+    fn hits(chunk: std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_or_si128, _mm_set1_epi8};
+        // SAFETY: SSE2 is part of the x86_64 baseline, and these intrinsics only take and
+        // return values (no memory access).
+        unsafe {
+            // As signed bytes, controls are 0..0x1F and non-ASCII bytes negative: both < 0x20.
+            let below_space = _mm_cmplt_epi8(chunk, _mm_set1_epi8(0x20));
+            let equal = |byte: u8| _mm_cmpeq_epi8(chunk, _mm_set1_epi8(byte.cast_signed()));
+            _mm_or_si128(
+                _mm_or_si128(below_space, equal(b'"')),
+                _mm_or_si128(equal(b'\\'), equal(0x7F)),
+            )
         }
-        index += 8;
     }
-    while text.get(index).copied().is_some_and(is_plain) {
-        index += 1;
-    }
-    index - from
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -86,9 +89,7 @@ pub fn write_ascii_string(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'"');
     let mut index = 0;
     while index < text.len() {
-        let run = plain_run(text, index);
-        out.extend_from_slice(&text[index..index + run]);
-        index += run;
+        index = copy_until::<Escaped>(out, text, index);
         let Some(&byte) = text.get(index) else {
             break;
         };
@@ -171,6 +172,11 @@ mod tests {
             string("\u{10ffff}\u{d7ff}\u{e000}"),
             r#""\udbff\udfff\ud7ff\ue000""#
         );
+    }
+
+    #[test]
+    fn plain_copies_stop_exactly_at_the_first_escaped_byte() {
+        crate::core::byte_runs::check_stops_exactly::<Escaped>(&[b'a', 0x21, 0x7E, 0x80, 0xFF]);
     }
 
     #[test]
