@@ -75,6 +75,16 @@ def test_bench_openai_agents_runs_a_small_conversation(
             for mode in ("plain", "installed"):
                 assert 0 <= turn[f"{mode}_gc"]["median_s"] < turn[mode]["median_s"]
     assert "in GC: plain / installed" in printed
+    # The empty session's first turn: the floor, and what it leaves reachable per size.
+    floor = report["first_turn_floor"]
+    assert floor["size"] == 0 and "reachable" not in floor  # noqa: PT018
+    assert floor["plain"]["median_s"] > 0 and floor["installed"]["median_s"] > 0  # noqa: PT018
+    (first,) = report["first_turns"]
+    assert first["reachable"] == pytest.approx(
+        first["plain"]["median_s"] / floor["installed"]["median_s"]
+    )
+    assert "on an empty session, the floor of the turns above" in printed
+    assert "at most" in printed
 
 
 @pytest.mark.parametrize(
@@ -120,3 +130,28 @@ def test_an_invalid_backend_is_one_line_not_a_traceback(command: list[str]) -> N
     )
     assert imported.returncode == 1
     assert "ImportError: HISTCORE_BACKEND must be" in imported.stderr
+
+
+def test_bench_first_turn_verdict_names_what_the_floor_leaves() -> None:
+    bench = pytest.importorskip("histcore.cli.bench.sdk_conversation")
+    from histcore.cli.bench.timing import Timing
+
+    def timing(seconds: float) -> Timing:
+        return Timing(seconds, (seconds,), 1)
+
+    collector = (timing(0.09), timing(0.08))
+    floor = bench.TurnTiming(0, timing(0.17), timing(0.165), collector)
+    small = bench.TurnTiming(1_000, timing(0.27), timing(0.18), collector)
+    large = bench.TurnTiming(100_000, timing(12.0), timing(1.6), collector)
+    result = bench.SdkBenchResult("0.24.0", "rust", "release", first_turns=[small, large])
+    result.first_turn_floor = floor
+    assert result.reachable(small) == pytest.approx(0.27 / 0.165)
+    printed = bench.render(result)
+    # Missed, and out of reach over the floor: both said.
+    assert "MISSED (>= 3x), at most 1.6x over the floor" in printed
+    # Missed, but the floor would allow it (72x): no excuse printed.
+    (line,) = [line for line in printed.splitlines() if line.strip().startswith("10^5")]
+    assert line.endswith("MISSED (>= 8x)")
+    assert "plain 170 ms (GC 90 ms), installed 165 ms (GC 80 ms)" in printed
+    without_floor = bench.SdkBenchResult("0.24.0", "rust", "release", first_turns=[small])
+    assert "at most" not in bench.render(without_floor)
