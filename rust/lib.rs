@@ -44,13 +44,12 @@ mod _core {
     use crate::py::content::{content_key_of, ListContentKeys};
     use crate::py::deepcopy::{holds_any, Copier, PlainCopier};
     use crate::py::encode::Encoder;
-    use crate::py::extract::{
-        all_screened, item_key, key_ids, screened_payload, KeyFields, Reader,
-    };
+    use crate::py::extract::{all_screened, item_key, key_ids, Reader};
     use crate::py::gil::maybe_detach;
     use crate::py::input_rules::{self, ListArg};
     use crate::py::orphans;
     use crate::py::rows::{decode_rows as decode_rows_of, Decoders};
+    use crate::py::screened_key::screened_key;
     use crate::py::text::{str_bytes, to_py_string};
 
     #[pymodule_export]
@@ -58,6 +57,9 @@ mod _core {
 
     #[pymodule_export]
     use crate::py::dict_text::DictText;
+
+    #[pymodule_export]
+    use crate::py::screened_key::ScreenedKey;
 
     #[pymodule_export]
     const MAX_DEPTH: usize = canonical::MAX_DEPTH;
@@ -123,22 +125,11 @@ mod _core {
     fn screened_dedupe_key<'py>(
         py: Python<'py>,
         item: &Bound<'py, PyAny>,
-        watch: Option<PyRef<'py, NameWatch>>,
+        watch: Option<&Bound<'py, NameWatch>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let payload = match watch {
-            Some(watch) if !watch.intact(py)? => None,
-            _ => screened_payload(item)?,
-        };
-        let Some(payload) = payload else {
-            return Ok(py.NotImplemented().into_bound(py));
-        };
-        let mut builder = KeyBuilder::reuse();
-        let key = match builder.build(&mut KeyFields { payload: &payload })? {
-            Some(_) => to_py_string(py, builder.key()).map(Bound::into_any),
-            None => Ok(py.None().into_bound(py)),
-        };
-        builder.recycle();
-        key
+        let watch = watch.map(Bound::borrow);
+        Ok(screened_key(py, item, watch.as_deref())?
+            .unwrap_or_else(|| py.NotImplemented().into_bound(py)))
     }
 
     /// The dedupe of an exact list whose every item passes ``screened_dedupe_key``'s

@@ -7,6 +7,7 @@ __all__ = [
     "MAX_DEPTH",
     "DictText",
     "NameWatch",
+    "ScreenedKey",
     "build_profile",
     "canonical_json",
     "classify_callback_output",
@@ -103,3 +104,10 @@ class DictText:
         watch: NameWatch | None = None,
     ) -> DictText: ...
     def __call__(self, item: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+@final
+class ScreenedKey:
+    def __new__(
+        cls, fallback: Callable[..., Any], watch: NameWatch | None = None
+    ) -> ScreenedKey: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

@@ -387,3 +387,53 @@ def test_dict_text_names_a_bad_skip_alike(pure: ModuleType, core: ModuleType) ->
             engine.DictText(_fallback, SKIP, ["id"])
         messages.append(str(caught.value))
     assert messages[0] == messages[1] == "skip_with_ids must be a tuple of str, not list"
+
+
+# --- ScreenedKey -----------------------------------------------------------------------
+
+
+def _key_fallback(*args: Any, **kwargs: Any) -> tuple[str, Any, Any]:
+    return ("fallback", repr(args), kwargs)
+
+
+@PROPERTY
+@given(
+    item=screened_items(),
+    extra=st.sampled_from([(), (None,)]),
+    kwargs=st.sampled_from([{}, {"item": 1}]),
+)
+def test_screened_key_is_the_key_or_the_fallbacks(
+    pure: ModuleType, core: ModuleType, item: Any, extra: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    screened = pure.screened_dedupe_key(item)
+    plain = not extra and not kwargs and screened is not NotImplemented
+    expected = screened if plain else _key_fallback(item, *extra, **kwargs)
+    for engine in (pure, core):
+        call = engine.ScreenedKey(_key_fallback)
+        assert call(item, *extra, **kwargs) == expected, engine.__name__
+
+
+def test_screened_key_with_no_arguments_or_a_keyword_is_the_fallbacks(engine: ModuleType) -> None:
+    call = engine.ScreenedKey(_key_fallback)
+    assert call() == _key_fallback()
+    item = {"type": "function_call", "call_id": "c1"}
+    assert call(item=item) == _key_fallback(item=item)
+
+
+def test_screened_key_asks_the_fallback_once_the_watch_breaks(engine: ModuleType) -> None:
+    namespace: dict[str, Any] = {"helper": len}
+    watch = engine.NameWatch([(namespace, ("helper",))])
+    watch.arm()
+    call = engine.ScreenedKey(_key_fallback, watch)
+    item = {"type": "function_call", "call_id": "c1"}
+    assert call(item) == "call_id:function_call:c1"
+    namespace["helper"] = str
+    assert call(item) == _key_fallback(item)
+
+
+def test_screened_key_passes_the_fallbacks_exception_on(engine: ModuleType) -> None:
+    def refuse(item: Any) -> str:
+        raise ValueError(f"refused {item!r}")
+
+    with pytest.raises(ValueError, match="refused 3"):
+        engine.ScreenedKey(refuse)(3)

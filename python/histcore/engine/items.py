@@ -31,6 +31,7 @@ dict_sorted_json_texts = engine.dict_sorted_json_texts
 screened_drop_orphan_function_calls = engine.screened_drop_orphan_function_calls
 NameWatch = engine.NameWatch
 DictText = engine.DictText
+ScreenedKey = engine.ScreenedKey
 MAX_DEPTH: int = engine.MAX_DEPTH
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "DictText",
     "InputProblem",
     "NameWatch",
+    "ScreenedKey",
     "canonical_json",
     "classify_callback_output",
     "content_key",

@@ -45,6 +45,7 @@ __all__ = [
     "MAX_DEPTH",
     "DictText",
     "NameWatch",
+    "ScreenedKey",
     "canonical_json",
     "classify_callback_output",
     "content_key",
@@ -435,6 +436,7 @@ def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | N
 from histcore.engine.pure_dropin import (  # noqa: E402
     DictText,
     NameWatch,
+    ScreenedKey,
     dict_sorted_json_texts,
     screened_dedupe_key,
     screened_deduplicate,

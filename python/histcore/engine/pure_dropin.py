@@ -26,6 +26,7 @@ from histcore.engine.pure_orphans import drop_orphan_function_calls
 __all__ = [
     "DictText",
     "NameWatch",
+    "ScreenedKey",
     "dict_sorted_json_texts",
     "screened_dedupe_key",
     "screened_deduplicate",
@@ -198,6 +199,23 @@ class DictText:
                 if text is not None:
                     return text
         return self._fallback(item, *args, **kwargs)
+
+
+class ScreenedKey:
+    """``ScreenedKey(fallback, watch=None)``: called with one item, returns
+    ``screened_dedupe_key(item, watch)`` where that is not NotImplemented; every other
+    call, with whatever arguments, is ``fallback``'s."""
+
+    def __init__(self, fallback: Any, watch: NameWatch | None = None) -> None:
+        self._fallback = fallback
+        self._watch = watch
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs:
+            key = screened_dedupe_key(args[0], self._watch)
+            if key is not NotImplemented:
+                return key
+        return self._fallback(*args, **kwargs)
 
 
 def _members(value: Any) -> tuple[Any, ...] | None:

@@ -85,18 +85,13 @@ def all_dicts(items: list[Any]) -> bool:
 def make_dedupe_key(
     original: Callable[[Any], str | None], watch: Watch | None = None
 ) -> Callable[[Any], str | None]:
-    screened_key = engine.screened_dedupe_key
-    # The engine checks the watch in the same call (one call per item, not two).
+    """The engine's ``ScreenedKey``: one call into the engine per item, which checks the
+    watch and screens the item itself, and calls ``original`` where it cannot answer."""
     check = None if watch is None else watch.check
-
-    @like(original)
-    def _dedupe_key(item: Any) -> str | None:
-        key = screened_key(item, check)
-        if key is not NotImplemented:
-            return cast("str | None", key)
-        return original(item)
-
-    return _dedupe_key
+    key: Any = like(original)(engine.ScreenedKey(original, check))
+    # A callable object's signature is not readable by inspect: it is the original's.
+    key.__signature__ = inspect.signature(original)
+    return cast("Callable[[Any], str | None]", key)
 
 
 def make_deduplicate(

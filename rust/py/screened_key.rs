@@ -1,0 +1,73 @@
+//! `ScreenedKey`: the SDK's per-item `_dedupe_key` as a callable that answers in the
+//! engine when the key is the SDK's by construction and calls a fallback otherwise, so
+//! each item costs one call into the engine, not a Python frame and a call.
+//! The pure twin is `histcore.engine.pure_dropin.ScreenedKey`.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::core::keys::KeyBuilder;
+use crate::py::extract::{screened_payload, KeyFields};
+use crate::py::text::to_py_string;
+use crate::py::watch::NameWatch;
+
+/// `item`'s dedupe key (a str, or None) where that is the SDK's `_dedupe_key(item)` by
+/// construction and `watch`, if given, is intact; `Ok(None)` where the SDK must answer.
+pub fn screened_key<'py>(
+    py: Python<'py>,
+    item: &Bound<'py, PyAny>,
+    watch: Option<&NameWatch>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Some(watch) = watch {
+        if !watch.intact(py)? {
+            return Ok(None);
+        }
+    }
+    let Some(payload) = screened_payload(item)? else {
+        return Ok(None);
+    };
+    let mut builder = KeyBuilder::reuse();
+    let key = match builder.build(&mut KeyFields { payload: &payload })? {
+        Some(_) => to_py_string(py, builder.key()).map(Bound::into_any),
+        None => Ok(py.None().into_bound(py)),
+    };
+    builder.recycle();
+    key.map(Some)
+}
+
+/// ``ScreenedKey(fallback, watch=None)``: called with one item, returns
+/// ``screened_dedupe_key(item, watch)`` where that is not NotImplemented; every other
+/// call, with whatever arguments, is ``fallback``'s.
+#[pyclass(module = "histcore._core", frozen, dict)]
+pub struct ScreenedKey {
+    fallback: Py<PyAny>,
+    watch: Option<Py<NameWatch>>,
+}
+
+#[pymethods]
+impl ScreenedKey {
+    #[new]
+    #[pyo3(signature = (fallback, watch = None))]
+    fn new(fallback: Bound<'_, PyAny>, watch: Option<Py<NameWatch>>) -> Self {
+        ScreenedKey {
+            fallback: fallback.unbind(),
+            watch,
+        }
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if args.len() == 1 && kwargs.is_none_or(|kwargs| kwargs.is_empty()) {
+            let watch = self.watch.as_ref().map(|watch| watch.borrow(py));
+            if let Some(key) = screened_key(py, &args.get_item(0)?, watch.as_deref())? {
+                return Ok(key);
+            }
+        }
+        self.fallback.bind(py).call(args, kwargs)
+    }
+}
