@@ -45,6 +45,7 @@ __all__ = [
     "CopyModule",
     "JsonModule",
     "all_dicts",
+    "dressed_as",
     "like",
     "make_clone_original_input",
     "make_dedupe_key",
@@ -61,6 +62,15 @@ __all__ = [
 # The SDK's name and docstring (and ``__wrapped__``), but our own ``__module__``, so a
 # replacement is never mistaken for the SDK's function.
 like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
+
+
+def dressed_as(original: Callable[..., Any], call: Any, signature_of: Callable[..., Any]) -> Any:
+    """``call``, an engine callable object, with ``original``'s name and docstring and
+    ``signature_of``'s signature: inspect cannot read a callable object's, and what it
+    accepts is that function's (anything else goes on to a fallback that has it)."""
+    dressed: Any = like(original)(call)
+    dressed.__signature__ = inspect.signature(signature_of)
+    return dressed
 
 
 def _always() -> bool:
@@ -88,9 +98,7 @@ def make_dedupe_key(
     """The engine's ``ScreenedKey``: one call into the engine per item, which checks the
     watch and screens the item itself, and calls ``original`` where it cannot answer."""
     check = None if watch is None else watch.check
-    key: Any = like(original)(engine.ScreenedKey(original, check))
-    # A callable object's signature is not readable by inspect: it is the original's.
-    key.__signature__ = inspect.signature(original)
+    key = dressed_as(original, engine.ScreenedKey(original, check), original)
     return cast("Callable[[Any], str | None]", key)
 
 
@@ -177,11 +185,10 @@ def make_fingerprint_input_item(
     if write is None or engine.BACKEND != "rust":
         return fingerprint_input_item
     check = None if watch is None else watch.check
-    in_engine: Any = like(original)(engine.DictText(fingerprint_input_item, skip, skip_ids, check))
-    # What it accepts is the SDK's signature (anything else goes to the fallback, which
-    # has it): say so to inspect.signature, which cannot read a callable object's.
-    in_engine.__signature__ = inspect.signature(fingerprint_input_item)
-    return cast("Callable[..., str | None]", in_engine)
+    in_engine = engine.DictText(fingerprint_input_item, skip, skip_ids, check)
+    return cast(
+        "Callable[..., str | None]", dressed_as(original, in_engine, fingerprint_input_item)
+    )
 
 
 # --- normalising items ---------------------------------------------------------------

@@ -330,7 +330,7 @@ def run_benchmark(
         out.write("an empty session: the floor of a fresh process's first turn\n")
         empty = os.path.join(tmp, "store-empty.db")
         build_store(empty, 0)
-        result.first_turn_floor = _time_first_turns(empty, 0, repeat, tmp, out, False)
+        result.first_turn_floor = _time_first_turns(empty, 0, repeat, tmp, out, tracing_ready=False)
         os.remove(empty)
         for size in sizes:
             out.write(f"{size_label(size)} items: building the store\n")
