@@ -34,13 +34,15 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from histcore.openai_agents import _patches
+from histcore.openai_agents._guard import GuardCounts
 from histcore.openai_agents._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
 from histcore.openai_agents._watch import Watch
 
 __all__ = [
+    "GuardCounts",
     "Installation",
     "install",
     "installation",
@@ -60,10 +62,14 @@ class Installation:
     replaced: tuple[str, ...]
     #: helper group -> why it was left alone
     skipped: dict[str, str] = field(default_factory=dict)
+    #: with ``guard=True``: the guard's live counts (inputs checked, inputs repaired,
+    #: items dropped, and the rule kinds it dropped for); otherwise None
+    guard: GuardCounts | None = None
 
 
 _LOCK = threading.RLock()
 _bindings: list[_patches.Binding] = []
+_guard_bindings: list[_patches.Binding] = []
 _watches: list[Watch] = []
 _current: Installation | None = None
 
@@ -75,8 +81,37 @@ def _import_sdk() -> None:
         raise ImportError(INSTALL_HINT) from exc
 
 
-def install() -> Installation:
-    """Replace the SDK's history helpers with histcore's. A second call changes nothing.
+def _bind(
+    groups: tuple[_patches.Group, ...], skipped: dict[str, str]
+) -> tuple[list[_patches.Binding], list[Watch]]:
+    """Bind every recognised group (noting why the others were skipped); on any error
+    unbind what this call bound and raise."""
+    bindings: list[_patches.Binding] = []
+    watches: list[Watch] = []
+    try:
+        for group in groups:
+            reason = _patches.recognise(group)
+            if reason is not None:
+                skipped[group.name] = reason
+                continue
+            planned = _patches.plan(group)
+            watches += [entry.watch for entry in planned]
+            bindings += _patches.bind(group, planned)
+    except BaseException:
+        _patches.unbind(bindings)
+        raise
+    return bindings, watches
+
+
+def install(*, guard: bool = False) -> Installation:
+    """Replace the SDK's history helpers with histcore's. A second call changes nothing,
+    except that ``guard=True`` adds the guard to an installation without it.
+
+    ``guard=True`` also checks every model input the SDK is about to send against the
+    model-input rules and drops the units that break them (user messages never), with
+    one WARNING on the ``histcore.openai_agents`` logger per repair; the store is never
+    written (``histcore doctor --fix`` repairs it). Without it the SDK's inputs are sent
+    as the SDK builds them.
 
     Raises ImportError (saying how to install the extra) when the SDK is missing.
     Warns when the SDK version is not a supported one or a helper is not recognised;
@@ -84,7 +119,7 @@ def install() -> Installation:
     """
     global _current
     with _LOCK:
-        if _current is not None:
+        if _current is not None and (not guard or _current.guard is not None):
             return _current
         _import_sdk()
         version = sdk_version()
@@ -92,48 +127,66 @@ def install() -> Installation:
         skipped: dict[str, str] = {}
         bindings: list[_patches.Binding] = []
         watches: list[Watch] = []
-        try:
-            for group in _patches.GROUPS:
-                reason = _patches.recognise(group)
-                if reason is not None:
-                    skipped[group.name] = reason
-                    continue
-                planned = _patches.plan(group)
-                watches += [entry.watch for entry in planned]
-                bindings += _patches.bind(group, planned)
-        except BaseException:
-            _patches.unbind(bindings)
-            raise
+        if _current is None:
+            bindings, watches = _bind(_patches.GROUPS, skipped)
+        counts = GuardCounts() if guard else None
+        if counts is not None:
+            try:
+                guarded, _ = _bind(_patches.guard_groups(counts), skipped)
+            except BaseException:
+                _patches.unbind(bindings)
+                raise
+            if "guard" in skipped:
+                _patches.unbind(guarded)
+                guarded, counts = [], None
+            _guard_bindings[:] = guarded
+        _bindings.extend(bindings)
+        _watches.extend(watches)
         # Only now does every watched name hold what it will hold while installed
         # (later groups rebind names that earlier replacements watch).
-        for watch in watches:
+        for watch in _watches:
             watch.arm()
-        _bindings[:] = bindings
-        _watches[:] = watches
+        previous = {} if _current is None else _current.skipped
         _current = Installation(
             sdk_version=version,
             supported=supported,
-            replaced=tuple(binding.where for binding in bindings),
-            skipped=skipped,
+            replaced=tuple(b.where for b in [*_bindings, *_guard_bindings]),
+            skipped={**previous, **skipped},
+            guard=counts,
         )
-    if not supported or skipped:
-        low, high = SUPPORTED
-        warnings.warn(
-            f"histcore.openai_agents: openai-agents {version or '(unknown version)'} "
-            + (
-                ""
-                if supported
-                else f"is not a supported release (>={low[0]}.{low[1]},<{high[0]}.{high[1]}); "
-            )
-            + (
-                "left unreplaced: " + "; ".join(f"{name} ({why})" for name, why in skipped.items())
-                if skipped
-                else "all helpers recognised"
-            ),
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    if (not supported and not previous) or skipped:
+        _warn(version, supported, skipped)
     return _current
+
+
+def _warn(version: str | None, supported: bool, skipped: dict[str, str]) -> None:
+    low, high = SUPPORTED
+    warnings.warn(
+        f"histcore.openai_agents: openai-agents {version or '(unknown version)'} "
+        + (
+            ""
+            if supported
+            else f"is not a supported release (>={low[0]}.{low[1]},<{high[0]}.{high[1]}); "
+        )
+        + (
+            "left unreplaced: " + "; ".join(f"{name} ({why})" for name, why in skipped.items())
+            if skipped
+            else "all helpers recognised"
+        ),
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _drop_guard() -> None:
+    """Take the guard out of the current installation, the helpers staying."""
+    global _current
+    _patches.unbind(_guard_bindings)
+    _guard_bindings.clear()
+    for watch in _watches:
+        watch.arm()
+    if _current is not None:
+        _current = replace(_current, guard=None, replaced=tuple(b.where for b in _bindings))
 
 
 def uninstall() -> None:
@@ -142,8 +195,9 @@ def uninstall() -> None:
     with _LOCK:
         if _current is None:
             return
-        _patches.unbind(_bindings)
+        _patches.unbind([*_bindings, *_guard_bindings])
         _bindings.clear()
+        _guard_bindings.clear()
         # A replacement someone still holds now just calls the SDK's original.
         for watch in _watches:
             watch.disarm()
@@ -162,13 +216,18 @@ def installation() -> Installation | None:
 
 
 @contextmanager
-def installed() -> Iterator[Installation]:
-    """Install for the duration of a ``with`` block, then restore the previous state."""
+def installed(*, guard: bool = False) -> Iterator[Installation]:
+    """Install (``install(guard=guard)``) for the duration of a ``with`` block, then
+    restore the previous state."""
     with _LOCK:
         was_installed = _current is not None
-        current = install()
+        was_guarded = was_installed and _current is not None and _current.guard is not None
+        current = install(guard=guard)
     try:
         yield current
     finally:
-        if not was_installed:
-            uninstall()
+        with _LOCK:
+            if not was_installed:
+                uninstall()
+            elif not was_guarded and _current is not None and _current.guard is not None:
+                _drop_guard()

@@ -33,6 +33,7 @@ from histcore.engine.vocabulary import (
     PRECURSOR_TYPES,
     PROGRAM_OWNED_HOSTED_TYPES,
 )
+from histcore.openai_agents import _guard as guard
 from histcore.openai_agents import _prepare as prepare
 from histcore.openai_agents import _replacements as fast
 from histcore.openai_agents import _session_keys as session_keys
@@ -48,6 +49,7 @@ __all__ = [
     "Planned",
     "Target",
     "bind",
+    "guard_groups",
     "plan",
     "sdk_modules",
     "unbind",
@@ -101,6 +103,8 @@ class Group:
     #: each replacement also watches every other target name of the group (their
     #: replacements share a private key or map shape: all or none run)
     coupled: bool = False
+    #: a further check of the module: None when it fits, else why not
+    fits: Callable[[ModuleType], str | None] | None = None
 
 
 GROUPS: tuple[Group, ...] = (
@@ -331,6 +335,45 @@ GROUPS: tuple[Group, ...] = (
 )
 
 
+def _unwatched(_: Any) -> Watch:
+    return Watch(())
+
+
+def guard_groups(counts: guard.GuardCounts) -> tuple[Group, ...]:
+    """The groups of ``install(guard=True)``, bound after ``GROUPS``: the history the
+    session preparation reads, then the run loop's last step before each model call
+    (``_guard``). Not drop-ins: no watch, they wrap whatever is bound."""
+    return (
+        Group(
+            name="guard_history",
+            module=SESSION,
+            targets=(
+                Target(
+                    "_session_get_items",
+                    lambda original, *_: guard.make_noting_session_get_items(original),
+                    everywhere=False,
+                    watch=_unwatched,
+                ),
+            ),
+        ),
+        Group(
+            name="guard",
+            module=guard.RUN_LOOP,
+            fits=guard.unfit,
+            targets=(
+                Target(
+                    "deduplicate_input_items_preferring_latest",
+                    lambda original, module, *_: guard.make_guarded_dedupe(
+                        original, module, counts
+                    ),
+                    everywhere=False,
+                    watch=_unwatched,
+                ),
+            ),
+        ),
+    )
+
+
 def sdk_modules() -> Iterator[ModuleType]:
     """The loaded modules of the ``agents`` package (a snapshot: imports may run)."""
     for name, module in list(sys.modules.items()):
@@ -388,6 +431,8 @@ def recognise(group: Group) -> str | None:
             return f"the source of {group.module} cannot be read"
         if digest not in KNOWN_SOURCE_DIGESTS.get(group.name, frozenset()):
             return f"{', '.join(group.sources)} in {group.module} changed (digest {digest})"
+    if group.fits is not None and (reason := group.fits(module)) is not None:
+        return reason
     for name, allowed in group.private_to.items():
         extra = _users_of(module, {name}) - {name, *allowed}
         if extra:
@@ -440,13 +485,21 @@ def watch_for(group: Group, target: Target, original: Any, module: ModuleType) -
 
 def plan(group: Group) -> list[Planned]:
     """The replacement (and its watch) of each target of a recognised group, in order."""
+    from histcore.openai_agents import _path_counts
+
     module = importlib.import_module(group.module)
     built: dict[str, Any] = {}
     planned: list[Planned] = []
     for target in group.targets:
         original = getattr(target.holder(module), target.attr)
         watch = watch_for(group, target, original, module)
-        built[target.attr] = target.build(original, module, built, watch)
+        # Path counts (HISTCORE_DROPIN_COUNTS, ``_path_counts``): None unless asked for.
+        tally = _path_counts.counter(group, target.attr)
+        if tally is None:
+            built[target.attr] = target.build(original, module, built, watch)
+        else:
+            replacement = target.build(tally.original(original), module, built, watch)
+            built[target.attr] = tally.replacement(replacement)
         planned.append(Planned(target, original, built[target.attr], watch))
     return planned
 

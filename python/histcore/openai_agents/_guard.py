@@ -1,0 +1,241 @@
+"""The guard of ``install(guard=True)``: every model input the SDK sends obeys the
+model-input rules (docs/design.md, "Model input the API accepts").
+
+Where it hooks. In every supported release the SDK's run loop builds a model call's
+input in exactly two places, ``run_single_turn_streamed`` and ``get_new_response``,
+and in both the last step before the model sees it is
+``deduplicate_input_items_preferring_latest(filtered.input)`` (after the session
+callback, ``call_model_input_filter`` and any window). The guard rebinds that name in
+``agents.run_internal.run_loop`` only: a call from one of those two functions is a
+model input; it reads their ``session`` and ``server_conversation_tracker`` and
+repairs the deduplicated list. Any other caller gets the plain dedupe.
+
+The stored history (rule (e)) is what the SDK's ``prepare_input_with_session`` read,
+noted per task by the guard's ``_session_get_items``; a window is read one item wider
+so that an item whose reasoning the window cut is recognised.
+
+It never writes to the store, and a clean input comes back as the very same list.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from types import CodeType, ModuleType
+from typing import Any
+
+from histcore.engine.backend import engine
+from histcore.engine.pure_input import PROBLEM_KINDS
+from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
+
+__all__ = [
+    "LOGGER",
+    "GuardCounts",
+    "make_guarded_dedupe",
+    "make_noting_session_get_items",
+    "unfit",
+]
+
+LOGGER = logging.getLogger("histcore.openai_agents")
+
+RUN_LOOP = "agents.run_internal.run_loop"
+SESSION = "agents.run_internal.session_persistence"
+#: The run-loop functions whose dedupe call builds a model input, and the locals read.
+CALLERS = ("run_single_turn_streamed", "get_new_response")
+LOCALS = ("session", "server_conversation_tracker")
+SERVER_SESSION = "OpenAIConversationsSession"
+
+_OUTPUT_TO_CALL = {output: call for call, output in CALL_TO_OUTPUT_TYPE.items()}
+_PAIRING_KINDS = frozenset({"call_without_output", "call_awaiting_output"})
+
+#: (session, the history prepare_input_with_session read from it) in this task.
+_history: contextvars.ContextVar[tuple[Any, list[Any]] | None] = contextvars.ContextVar(
+    "histcore_guard_history", default=None
+)
+
+
+class GuardCounts:
+    """Live counts of the guard: inputs checked, inputs repaired, items dropped, and
+    per rule kind the problems that made it drop."""
+
+    __slots__ = ("_lock", "checked", "dropped", "repaired", "rules")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.checked = 0
+        self.repaired = 0
+        self.dropped = 0
+        self.rules: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        return (
+            f"GuardCounts(checked={self.checked}, repaired={self.repaired}, "
+            f"dropped={self.dropped}, rules={dict(self.rules)})"
+        )
+
+    def _note(self, dropped: int, kinds: Sequence[str]) -> None:
+        with self._lock:
+            self.checked += 1
+            if dropped:
+                self.repaired += 1
+                self.dropped += dropped
+                self.rules.update(kinds)
+
+
+def unfit(module: ModuleType) -> str | None:
+    """None when ``module`` (the run loop) has the shape the guard relies on."""
+    for name in CALLERS:
+        code: CodeType | None = getattr(getattr(module, name, None), "__code__", None)
+        if code is None:
+            return f"{module.__name__}.{name} does not exist"
+        if "deduplicate_input_items_preferring_latest" not in code.co_names:
+            return f"{module.__name__}.{name} does not dedupe its model input"
+        missing = [local for local in LOCALS if local not in code.co_varnames]
+        if missing:
+            return f"{module.__name__}.{name} has no {', '.join(missing)}"
+    return None
+
+
+def make_noting_session_get_items(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The SDK's ``_session_get_items``, noting what ``prepare_input_with_session`` reads
+    (the one caller that passes ``capture_compaction_generation=True``)."""
+
+    async def _session_get_items(session: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("capture_compaction_generation") or args:
+            return await original(session, *args, **kwargs)
+        limit: int = kwargs.get("limit")  # type: ignore[assignment]
+        wider = type(limit) is int and limit > 0 and type(session).__name__ != SERVER_SESSION
+        if wider:
+            kwargs = {**kwargs, "limit": limit + 1}
+        items = await original(session, **kwargs)
+        if type(items) is list:
+            _history.set((session, items))
+            # The SDK gets its window; the item before it stays in the noted history.
+            if wider and len(items) > 1 and len(items) == kwargs["limit"]:
+                items = items[1:]
+        return items
+
+    _session_get_items.__wrapped__ = original  # type: ignore[attr-defined]
+    _session_get_items.__doc__ = original.__doc__
+    return _session_get_items
+
+
+def make_guarded_dedupe(
+    dedupe: Callable[[Sequence[Any]], list[Any]], module: ModuleType, counts: GuardCounts
+) -> Callable[[Sequence[Any]], list[Any]]:
+    """``dedupe`` (the run loop's current binding), then the guard for model inputs."""
+    callers = frozenset(getattr(module, name).__code__ for name in CALLERS)
+    problems_of = engine.input_problems
+
+    def deduplicate_input_items_preferring_latest(items: Sequence[Any]) -> list[Any]:
+        result = dedupe(items)
+        frame = sys._getframe(1)
+        if frame.f_code not in callers or type(result) is not list:
+            return result
+        local = frame.f_locals
+        session = local.get("session")
+        server = (
+            local.get("server_conversation_tracker") is not None
+            or type(session).__name__ == SERVER_SESSION
+        )
+        noted = _history.get()
+        history = noted[1] if noted is not None and noted[0] is session and not server else None
+        problems = problems_of(result, history=history)
+        if problems:
+            problems = [p for p in problems if _acts_on(p[0], p[1], result, server)]
+        if not problems:
+            counts._note(0, ())
+            return result
+        repaired = _repair(result, history, server)
+        kept = set(map(id, repaired))
+        dropped = [p for p, item in enumerate(result) if id(item) not in kept]
+        counts._note(len(dropped), [kind for at, kind, _ in problems if id(result[at]) not in kept])
+        _log(session, result, dropped, problems)
+        return repaired
+
+    deduplicate_input_items_preferring_latest.__wrapped__ = dedupe  # type: ignore[attr-defined]
+    deduplicate_input_items_preferring_latest.__doc__ = dedupe.__doc__
+    deduplicate_input_items_preferring_latest.__qualname__ = getattr(
+        dedupe, "__qualname__", "deduplicate_input_items_preferring_latest"
+    )
+    deduplicate_input_items_preferring_latest.__module__ = getattr(dedupe, "__module__", __name__)
+    return deduplicate_input_items_preferring_latest
+
+
+def _pending_hosted_shell(item: Any) -> bool:
+    """A hosted shell call the API runs itself: the SDK sends it without an output."""
+    return (
+        type(item) is dict
+        and item.get("type") == "shell_call"
+        and item.get("status") in (None, "in_progress")
+    )
+
+
+def _acts_on(position: int, kind: str, items: list[Any], server: bool) -> bool:
+    """Whether the guard repairs the problem ``kind`` at ``position``: not an output
+    whose call the server may hold, nor a pending hosted shell call (the SDK keeps both
+    on purpose, and the API accepts them)."""
+    if server and kind == "output_without_call":
+        return False
+    return not (kind in _PAIRING_KINDS and _pending_hosted_shell(items[position]))
+
+
+def _repair(items: list[Any], history: list[Any] | None, server: bool) -> list[Any]:
+    """``repair_input`` with stand-in partners for what may be held elsewhere: a call in
+    front of each output on a server-managed conversation, an output after each pending
+    hosted shell call. The stand-ins satisfy the pairing rules and are removed after."""
+    front: list[Any] = []
+    back: list[Any] = []
+    for item in items:
+        if type(item) is not dict or type(item.get("call_id")) is not str:
+            continue
+        kind = item.get("type")
+        if server and kind in _OUTPUT_TO_CALL:
+            front.append({"type": _OUTPUT_TO_CALL[kind], "call_id": item["call_id"]})
+        elif _pending_hosted_shell(item):
+            back.append({"type": "shell_call_output", "call_id": item["call_id"]})
+    if not front and not back:
+        return list(engine.repair_input(items, history=history))
+    stand_ins = set(map(id, front)) | set(map(id, back))
+    repaired = engine.repair_input([*front, *items, *back], history=history)
+    return [item for item in repaired if id(item) not in stand_ins]
+
+
+def _describe(position: int, item: Any) -> str:
+    if type(item) is not dict:
+        return f"input[{position}] ({type(item).__name__})"
+    parts = [f"input[{position}] {item.get('type', 'message')}"]
+    for key in ("id", "call_id"):
+        if isinstance(item.get(key), str):
+            parts.append(f"{key}={item[key]!r}")
+    return " ".join(parts)
+
+
+def _doctor_command(session: Any) -> str:
+    path = getattr(session, "db_path", None)
+    session_id = getattr(session, "session_id", None)
+    where = f"{path} --session {session_id}" if path and session_id else "<store>"
+    return f"histcore doctor --fix {where}"
+
+
+def _log(
+    session: Any, items: list[Any], dropped: list[int], problems: list[tuple[int, str, Any]]
+) -> None:
+    rules = {at: f"{kind} (rule {PROBLEM_KINDS[kind]})" for at, kind, _ in problems}
+    lines = [
+        f"{_describe(at, items[at])}: {rules.get(at, 'in the unit of a broken item')}"
+        for at in dropped
+    ]
+    session_id = getattr(session, "session_id", None)
+    LOGGER.warning(
+        "histcore guard: dropped %d item(s) from the model input%s (the store is unchanged): "
+        "%s. To repair the store: %s",
+        len(dropped),
+        f" of session {session_id!r}" if session_id is not None else "",
+        "; ".join(lines),
+        _doctor_command(session),
+    )

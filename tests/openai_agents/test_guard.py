@@ -1,0 +1,414 @@
+"""``install(guard=True)`` with the real SDK: every model input breaks no rule.
+
+Histories damaged the way the SDK's reported bugs damage them are written through the
+SDK's own ``SQLiteSession``; then a turn runs with ``Runner.run`` and
+``Runner.run_streamed``, plain and guarded. The guarded model inputs must break no
+model-input rule and keep every user message in order; the store must stay as it was;
+and a generated differential test holds the guard's input to ``repair_input`` of the
+plain SDK's input with the stored history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
+)
+
+from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
+from agents.memory import SessionSettings
+from agents.run_config import CallModelData, ModelInputData
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import histcore.openai_agents as accelerator
+from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
+from histcore.items import input_problems, repair_input
+from histcore.openai_agents._guard import GuardCounts, make_guarded_dedupe, unfit
+from histcore.openai_agents.testing import ScriptedModel
+
+
+@function_tool
+def lookup(city: str) -> str:
+    return f"sunny in {city}"
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def said(text: str, item_id: str) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def call(call_id: str, kind: str = "function_call", item_id: str | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": kind, "call_id": call_id, "status": "completed"}
+    if kind == "function_call":
+        item.update(name="lookup", arguments='{"city": "Oslo"}')
+    if item_id is not None:
+        item["id"] = item_id
+    return item
+
+
+def output(call_id: str, kind: str = "function_call_output") -> dict[str, Any]:
+    return {"type": kind, "call_id": call_id, "output": "sunny"}
+
+
+def reasoning(item_id: str) -> dict[str, Any]:
+    return {"id": item_id, "type": "reasoning", "summary": []}
+
+
+def clean_start() -> list[dict[str, Any]]:
+    return [user("hi"), said("hello", "msg_a")]
+
+
+#: name -> (stored history, session settings or None). Each breaks a rule as stored.
+SHAPES: dict[str, list[dict[str, Any]]] = {
+    **{
+        f"output_without_call[{kind}]": [*clean_start(), output("lost", out), said("ok", "msg_b")]
+        for kind, out in CALL_TO_OUTPUT_TYPE.items()
+    },
+    "reasoning_without_item": [*clean_start(), reasoning("rs_x"), user("next")],
+    "reasoning_run_at_end": [*clean_start(), reasoning("rs_y"), reasoning("rs_z")],
+    "output_before_call": [user("hi"), output("c1"), call("c1", item_id="fc_1"), said("x", "m1")],
+    "duplicate_ids": [user("hi"), said("one", "msg_same"), user("again"), said("two", "msg_same")],
+    "lost_call_in_long_history": [
+        *[item for n in range(40) for item in (user(f"q{n}"), said(f"a{n}", f"msg_{n}"))],
+        output("gone"),
+        said("done", "msg_end"),
+    ],
+}
+
+
+def user_texts(items: list[Any]) -> list[Any]:
+    return [i.get("content") for i in items if isinstance(i, dict) and i.get("role") == "user"]
+
+
+@pytest.fixture
+def guarded() -> Iterator[accelerator.Installation]:
+    accelerator.uninstall()
+    with accelerator.installed(guard=True) as installation:
+        yield installation
+
+
+def run_turn(
+    db: Path,
+    stored: list[dict[str, Any]] | None,
+    *,
+    streamed: bool,
+    text: str = "Paris",
+    run_config: RunConfig | None = None,
+    settings_: SessionSettings | None = None,
+) -> tuple[ScriptedModel, list[Any]]:
+    """One turn on a session holding ``stored`` (written by the SDK): the model, and the
+    stored rows before the turn."""
+
+    async def main() -> list[Any]:
+        session = SQLiteSession("s", db, session_settings=settings_)
+        if stored is not None:
+            await session.clear_session()
+            await session.add_items(stored)
+        whole = SQLiteSession("s", db)  # the whole store, whatever the window
+        before = await whole.get_items()
+        agent = Agent(name="a", model=model, tools=[lookup])
+        if streamed:
+            result = Runner.run_streamed(agent, text, session=session, run_config=run_config)
+            async for _ in result.stream_events():
+                pass
+        else:
+            await Runner.run(agent, text, session=session, run_config=run_config)
+        after = await whole.get_items()
+        assert after[: len(before)] == before, "the stored history changed"
+        session.close()
+        whole.close()
+        return before
+
+    model = ScriptedModel(placeholder_every=0)
+    return model, asyncio.run(main())
+
+
+def model_inputs(model: ScriptedModel) -> list[list[Any]]:
+    return [json.loads(text) for text in model.inputs]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_damage_shape_is_repaired(
+    shape: str, streamed: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stored = SHAPES[shape]
+    plain, _ = run_turn(tmp_path / "plain.db", stored, streamed=streamed)
+    # The SDK alone sends the damage on (or the shape is not damage at all).
+    assert input_problems(model_inputs(plain)[0]), shape
+    with accelerator.installed(guard=True) as installation:
+        assert installation.guard is not None
+        with caplog.at_level(logging.WARNING, logger="histcore.openai_agents"):
+            model, before = run_turn(tmp_path / "guarded.db", stored, streamed=streamed)
+        counts = installation.guard
+        assert counts.checked == len(model.inputs)
+        assert counts.repaired >= 1
+        assert counts.dropped >= 1
+        assert sum(counts.rules.values()) >= 1
+    sent = model_inputs(model)
+    for items in sent:
+        assert input_problems(items) == [], (shape, items)
+    assert user_texts(sent[0]) == [*user_texts(before), "Paris"]
+    warnings = [r for r in caplog.records if r.name == "histcore.openai_agents"]
+    assert len(warnings) == counts.repaired
+    message = warnings[0].getMessage()
+    assert "session 's'" in message
+    assert "histcore doctor --fix" in message
+    assert str(tmp_path / "guarded.db") in message
+
+
+def test_the_guard_drops_exactly_what_repair_input_drops(tmp_path: Path) -> None:
+    stored = [*clean_start(), output("lost"), reasoning("rs_1"), said("x", "m1"), reasoning("rs_2")]
+    plain, before = run_turn(tmp_path / "plain.db", stored, streamed=False)
+    with accelerator.installed(guard=True):
+        model, _ = run_turn(tmp_path / "guarded.db", stored, streamed=False)
+    first = model_inputs(plain)[0]
+    assert model_inputs(model)[0] == repair_input(first, history=before)
+
+
+RUN_LOOP_STAND_IN = """
+def run_single_turn_streamed(input, session=None, server_conversation_tracker=None):
+    return deduplicate_input_items_preferring_latest(input)
+
+def get_new_response(input, session=None, server_conversation_tracker=None):
+    return deduplicate_input_items_preferring_latest(input)
+
+def elsewhere(input, session=None, server_conversation_tracker=None):
+    return deduplicate_input_items_preferring_latest(input)
+"""
+
+
+def stand_in_run_loop() -> tuple[ModuleType, GuardCounts]:
+    """A module shaped like the SDK's run loop (the two model-input callers and one
+    other caller), with the guard bound over an identity dedupe."""
+    module = ModuleType("run_loop_stand_in")
+    exec(RUN_LOOP_STAND_IN, vars(module))
+    assert unfit(module) is None
+    counts = GuardCounts()
+    vars(module)["deduplicate_input_items_preferring_latest"] = make_guarded_dedupe(
+        lambda items: items, module, counts
+    )
+    return module, counts
+
+
+def test_a_clean_input_passes_as_the_same_list() -> None:
+    module, counts = stand_in_run_loop()
+    items = [user("hi"), reasoning("rs_1"), call("c1", item_id="fc_1"), output("c1")]
+    members = list(map(id, items))
+    assert module.get_new_response(items) is items
+    assert module.run_single_turn_streamed(items) is items
+    assert list(map(id, items)) == members
+    assert (counts.checked, counts.repaired, counts.dropped) == (2, 0, 0)
+
+
+def test_only_the_model_input_callers_are_guarded() -> None:
+    module, counts = stand_in_run_loop()
+    broken = [user("hi"), output("lost")]
+    assert module.elsewhere(broken) is broken
+    assert counts.checked == 0
+    assert module.get_new_response(broken) == [user("hi")]
+    assert (counts.checked, counts.repaired, counts.dropped) == (1, 1, 1)
+    assert counts.rules == {"output_without_call": 1}
+
+
+def test_server_managed_checks_only_what_is_sent() -> None:
+    """Outputs whose call the server may hold stay; what the input alone shows goes."""
+    module, counts = stand_in_run_loop()
+    tracker = object()
+    sent = [output("on_server"), reasoning("rs_end")]
+    assert module.get_new_response(sent, server_conversation_tracker=tracker) == [sent[0]]
+    assert counts.rules == {"reasoning_without_item": 1}
+
+
+def test_pending_hosted_shell_calls_stay() -> None:
+    module, _ = stand_in_run_loop()
+    pending = {"type": "shell_call", "call_id": "sh1", "status": "in_progress", "id": "sh_1"}
+    items = [user("run it"), pending]
+    assert module.get_new_response(items) is items
+
+
+def test_a_run_loop_of_another_shape_is_refused() -> None:
+    module = ModuleType("other")
+    exec("def run_single_turn_streamed(input):\n    return input\n", vars(module))
+    reason = unfit(module)
+    assert reason is not None
+    assert "get_new_response" in reason or "dedupe" in reason
+
+
+def dropping_calls(history: list[Any], new: list[Any]) -> list[Any]:
+    return [item for item in history if item.get("type") != "function_call"] + new
+
+
+def filter_dropping_calls(data: CallModelData[Any]) -> ModelInputData:
+    """Drops the stored call (the turn's own calls stay, so the run ends)."""
+    items = [i for i in data.model_data.input if i.get("call_id") != "c0" or "output" in i]
+    return ModelInputData(input=items, instructions=data.model_data.instructions)
+
+
+HISTORY_WITH_CALLS = [
+    user("weather?"),
+    reasoning("rs_0"),
+    call("c0", item_id="fc_0"),
+    output("c0"),
+    said("sunny", "msg_0"),
+]
+
+CONFIGS: dict[str, tuple[RunConfig | None, SessionSettings | None, list[Any]]] = {
+    "session_input_callback": (
+        RunConfig(session_input_callback=dropping_calls),
+        None,
+        HISTORY_WITH_CALLS,
+    ),
+    "call_model_input_filter": (
+        RunConfig(call_model_input_filter=filter_dropping_calls),
+        None,
+        HISTORY_WITH_CALLS,
+    ),
+    # The window of the last 2 items starts at the output: its call is cut off.
+    "window_cuts_a_call": (None, SessionSettings(limit=2), HISTORY_WITH_CALLS),
+    # The window of the last 3 starts at the call: its reasoning item is cut off.
+    "window_cuts_reasoning": (None, SessionSettings(limit=3), HISTORY_WITH_CALLS),
+}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+@pytest.mark.parametrize("case", sorted(CONFIGS))
+def test_callbacks_filters_and_windows(case: str, streamed: bool, tmp_path: Path) -> None:
+    config, window, stored = CONFIGS[case]
+    plain, _ = run_turn(
+        tmp_path / "p.db", stored, streamed=streamed, run_config=config, settings_=window
+    )
+    first = model_inputs(plain)[0]
+    # The SDK prunes an output its window cut from its call by itself.
+    broken = case != "window_cuts_a_call"
+    assert bool(input_problems(first, history=stored)) is broken, case
+    with accelerator.installed(guard=True) as installation:
+        model, _ = run_turn(
+            tmp_path / "g.db", stored, streamed=streamed, run_config=config, settings_=window
+        )
+        assert installation.guard is not None
+        assert (installation.guard.repaired >= 1) is broken
+    if not broken:
+        assert model.inputs == plain.inputs
+    for items in model_inputs(model):
+        assert input_problems(items, history=stored) == [], (case, items)
+        assert "Paris" in user_texts(items)
+
+
+def test_approval_interruption_and_resume(tmp_path: Path) -> None:
+    @function_tool(needs_approval=True)
+    def delete_file(name: str) -> str:
+        return f"deleted {name}"
+
+    model = ScriptedModel(tool_name="delete_file", argument="name", placeholder_every=0)
+
+    async def main() -> None:
+        session = SQLiteSession("s", tmp_path / "db")
+        await session.add_items(SHAPES["reasoning_without_item"])
+        agent = Agent(name="a", model=model, tools=[delete_file])
+        result = await Runner.run(agent, "notes.txt", session=session)
+        assert result.interruptions, "the tool should wait for approval"
+        state = result.to_state()
+        for interruption in result.interruptions:
+            state.approve(interruption)
+        resumed = await Runner.run(agent, state, session=session)
+        assert resumed.final_output
+
+    with accelerator.installed(guard=True) as installation:
+        asyncio.run(main())
+        assert installation.guard is not None
+        assert installation.guard.checked == len(model.inputs) >= 2
+    for items in model_inputs(model):
+        assert input_problems(items) == [], items
+
+
+def test_server_managed_outputs_are_kept(tmp_path: Path) -> None:
+    """With previous_response_id the server holds the call: its output is not dropped."""
+    model = ScriptedModel(placeholder_every=0)
+    stored_output = output("held_by_server")
+
+    async def main() -> None:
+        agent = Agent(name="a", model=model, tools=[lookup])
+        await Runner.run(agent, [user("go"), stored_output], previous_response_id="resp_1")
+
+    with accelerator.installed(guard=True) as installation:
+        asyncio.run(main())
+        assert installation.guard is not None
+        assert installation.guard.repaired == 0
+    assert model_inputs(model)[0][-1]["call_id"] == "held_by_server"
+
+
+def test_without_guard_install_sends_what_the_sdk_sends(tmp_path: Path) -> None:
+    stored = SHAPES["reasoning_without_item"]
+    plain, _ = run_turn(tmp_path / "p.db", stored, streamed=False)
+    with accelerator.installed() as installation:
+        assert installation.guard is None
+        fast, _ = run_turn(tmp_path / "f.db", stored, streamed=False)
+    assert fast.inputs == plain.inputs
+
+
+def test_guard_added_and_removed_by_the_context_manager() -> None:
+    with accelerator.installed() as plain:
+        assert plain.guard is None
+        with accelerator.installed(guard=True) as guarded_:
+            assert guarded_.guard is not None
+            assert accelerator.installation() is guarded_
+        current = accelerator.installation()
+        assert current is not None
+        assert current.guard is None
+        assert current.replaced == plain.replaced
+    assert not accelerator.is_installed()
+
+
+# --- generated: the guard's input is repair_input of the plain SDK's -----------------
+
+_IDS = st.sampled_from(["m1", "m2", "rs1", "fc1", None])
+
+
+@st.composite
+def damaged_histories(draw: Callable[..., Any]) -> list[dict[str, Any]]:
+    pieces = st.one_of(
+        st.builds(lambda n: user(f"u{n}"), st.integers(0, 3)),
+        st.builds(lambda i: said("s", i or "msg"), _IDS),
+        st.builds(lambda i: reasoning(i or "rs"), _IDS),
+        st.builds(lambda c, i: call(c, item_id=i), st.sampled_from(["c1", "c2"]), _IDS),
+        st.builds(output, st.sampled_from(["c1", "c2", "c3"])),
+    )
+    return list(draw(st.lists(pieces, min_size=1, max_size=12)))
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(stored=damaged_histories())
+def test_generated_damage_matches_repair_input(
+    stored: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    db = tmp_path / "gen.db"
+    plain, before = run_turn(db, stored, streamed=False)
+    with accelerator.installed(guard=True):
+        model, _ = run_turn(db, stored, streamed=False)
+    assert model_inputs(model)[0] == repair_input(model_inputs(plain)[0], history=before)
+    for items in model_inputs(model):
+        assert input_problems(items) == []
