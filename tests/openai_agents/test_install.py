@@ -34,6 +34,8 @@ HELPERS = [
 ]
 # Standard library modules swapped only in the SDK module that uses them.
 MODULE_STAND_INS = ("copy", "json")
+# Helpers built only for the call that pins them, never bound in a module.
+PINNED = {target.attr for group in _patches.GROUPS for target in group.targets if not target.bound}
 
 
 def _originals() -> dict[tuple[str, str], Any]:
@@ -81,11 +83,20 @@ def test_install_replaces_every_binding_and_uninstall_restores_them(
     assert accelerator.installation() is installation
     assert installation.supported
     assert installation.skipped == {}
-    # No module still sees an original (``copy`` and ``json`` are only swapped where used).
-    helpers = {k: v for k, v in originals.items() if k[1] not in MODULE_STAND_INS}
+    # No module still sees an original (``copy`` and ``json`` are only swapped where used;
+    # the pinned helpers never are).
+    assert PINNED == {
+        "_session_item_key",
+        "_build_reference_map",
+        "_build_frequency_map",
+        "_consume_reference",
+    }
+    helpers = {k: v for k, v in originals.items() if k[1] not in {*MODULE_STAND_INS, *PINNED}}
     assert _bindings_of(helpers) == set()
+    pinned = {k: v for k, v in originals.items() if k[1] in PINNED}
+    assert _bindings_of(pinned) == {b for b in bound_before if b[1] in PINNED}
     assert set(installation.replaced) >= {
-        f"{m}.{a}" for m, a in bound_before if a not in MODULE_STAND_INS
+        f"{m}.{a}" for m, a in bound_before if a not in {*MODULE_STAND_INS, *PINNED}
     }
     assert (
         sdk_run_loop.deduplicate_input_items_preferring_latest

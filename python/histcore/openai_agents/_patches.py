@@ -81,6 +81,10 @@ class Target:
     watch: Callable[[Any], Watch] | None = None
     #: the class of the group's module that holds ``attr`` (a method), if not the module
     owner: str | None = None
+    #: False: built for another target of the group, which pins it for each of its
+    #: calls (``_prepare``), and never bound in the module, so that a call running
+    #: while another thread installs or uninstalls sees one set of helpers throughout
+    bound: bool = True
 
     def holder(self, module: ModuleType) -> Any:
         """Where ``attr`` lives: the module, or its class ``owner``."""
@@ -252,27 +256,31 @@ GROUPS: tuple[Group, ...] = (
                 lambda original, module, _, watch: session_keys.make_session_item_key(
                     original, module, watch
                 ),
+                bound=False,
             ),
             Target(
                 "_build_reference_map",
                 lambda original, _, built, watch: session_keys.make_build_reference_map(
                     built["_session_item_key"], original, watch
                 ),
+                bound=False,
             ),
             Target(
                 "_build_frequency_map",
                 lambda original, module, built, watch: session_keys.make_build_frequency_map(
                     built["_session_item_key"], original, watch, module
                 ),
+                bound=False,
             ),
             Target(
                 "_consume_reference",
                 lambda original, *_: session_keys.make_consume_reference(original),
+                bound=False,
             ),
             Target(
                 "prepare_input_with_session",
-                lambda original, module, _, watch: prepare.make_prepare_input_with_session(
-                    original, module, watch
+                lambda original, module, built, watch: prepare.make_prepare_input_with_session(
+                    original, module, watch, pinned=dict(built)
                 ),
             ),
         ),
@@ -508,6 +516,7 @@ def bind(group: Group, built: list[Planned]) -> list[Binding]:
     """Install ``built`` in the group's module and wherever the originals were imported."""
     home = importlib.import_module(group.module)
     bindings: list[Binding] = []
+    built = [p for p in built if p.target.bound]
     by_original = {id(p.original): (p.target, p.original, p.replacement) for p in built}
     for planned in built:
         holder = planned.target.holder(home)

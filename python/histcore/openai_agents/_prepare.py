@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from itertools import compress
 from operator import not_
-from types import ModuleType
-from typing import Any
+from types import FunctionType, ModuleType
+from typing import Any, cast
 
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents._copies import deep_copy
@@ -128,12 +128,12 @@ def _keys(
     module: ModuleType, call: Call
 ) -> tuple[Callable[[Any], Any], Callable[[list[Any]], Iterator[Any]]]:
     """(key of one object, keys of a list) for the objects the classification meets,
-    decided once for the call: canonical keys when all are plain, else the module's
-    ``_session_item_key`` (the SDK's text, remembered in ``call``, the active one)."""
+    decided once for the call: canonical keys when all are plain, else the call's
+    ``_session_item_key`` (the SDK's text, remembered in ``call``)."""
     call.decided = True
     table = session_keys.canonical_key_table(call) if call.extra_stripped is not None else None
     if table is None:
-        key: Callable[[Any], Any] = module._session_item_key
+        key: Callable[[Any], Any] = call.key
 
         def text_keys(items: list[Any]) -> Iterator[Any]:
             return map(key, items)
@@ -310,13 +310,39 @@ def _capturing(callback: Callable[..., Any], call: Call) -> Callable[..., Any]:
     return session_input_callback
 
 
+def pinning(
+    original: Callable[..., Awaitable[Any]], module: ModuleType, helpers: dict[str, Any]
+) -> Callable[..., Awaitable[Any]]:
+    """``original`` run on a copy of ``module``'s namespace taken when the call starts,
+    with ``helpers`` in place of the module's: one set of helpers for the whole call,
+    whatever another thread installs or uninstalls meanwhile."""
+    code, name, defaults = original.__code__, original.__name__, original.__defaults__
+    closure, kwdefaults = original.__closure__, original.__kwdefaults__
+    namespace = vars(module)
+
+    def pinned(*args: Any, **kwargs: Any) -> Awaitable[Any]:
+        globals_ = {**namespace, **helpers}
+        function = FunctionType(code, globals_, name, defaults, closure)
+        function.__kwdefaults__ = kwdefaults
+        return cast("Awaitable[Any]", function(*args, **kwargs))
+
+    return pinned
+
+
 def make_prepare_input_with_session(
-    original: Callable[..., Awaitable[Any]], module: ModuleType, watch: Watch | None = None
+    original: Callable[..., Awaitable[Any]],
+    module: ModuleType,
+    watch: Watch | None = None,
+    *,
+    pinned: dict[str, Any] | None = None,
 ) -> Callable[..., Awaitable[Any]]:
     """``prepare_input_with_session``: the batch path for its common case (on releases
-    whose function it follows), else the original with the callback observed; either
+    whose function it follows), else the original with the callback observed and the
+    ``pinned`` helpers in place of the module's (never bound there: ``pinning``); either
     way with one key memory per call (``_session_keys``). Once anything the original
     looks up was rebound (``watch``), just the original."""
+    run = original if not pinned else pinning(original, module, pinned)
+    key = None if not pinned else pinned.get("_session_item_key")
     signature = inspect.signature(original)
     batch = function_digest("prepare_input_with_session", original) in BATCH_PREPARE_DIGESTS
     stripped = stripped_keys(module.strip_internal_input_item_metadata)
@@ -327,7 +353,7 @@ def make_prepare_input_with_session(
     async def prepare_input_with_session(*args: Any, **kwargs: Any) -> Any:
         if not unchanged():
             return await original(*args, **kwargs)
-        call = Call(module, extra_stripped)
+        call = Call(module, extra_stripped, key)
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError:
@@ -342,7 +368,7 @@ def make_prepare_input_with_session(
                 if callback is not None and callable(callback):
                     bound.arguments["session_input_callback"] = _capturing(callback, call)
                     args, kwargs = bound.args, bound.kwargs
-            return await original(*args, **kwargs)
+            return await run(*args, **kwargs)
         finally:
             CALL.reset(token)
 

@@ -98,10 +98,26 @@ def canonical_key_setup(stripped: frozenset[str] | None) -> frozenset[str] | Non
 class Call:
     """What one ``prepare_input_with_session`` call knows about its keys."""
 
-    __slots__ = ("canonical", "captured", "decided", "extra_stripped", "keys", "module", "pinned")
+    __slots__ = (
+        "canonical",
+        "captured",
+        "decided",
+        "extra_stripped",
+        "key",
+        "keys",
+        "module",
+        "pinned",
+    )
 
-    def __init__(self, module: ModuleType, extra_stripped: frozenset[str] | None) -> None:
+    def __init__(
+        self,
+        module: ModuleType,
+        extra_stripped: frozenset[str] | None,
+        key: Callable[..., Any] | None = None,
+    ) -> None:
         self.module = module
+        #: the call's ``_session_item_key`` (pinned for the call), else the module's
+        self.key = key if key is not None else module._session_item_key
         #: metadata keys the SDK strips beyond canonical_json's; None: no canonical keys
         self.extra_stripped = extra_stripped
         #: the callback's (history copies, new copies, returned list), once it returned
