@@ -144,17 +144,20 @@ def make_guarded_dedupe(
         )
         noted = _history.get()
         history = noted[1] if noted is not None and noted[0] is session and not server else None
-        problems = problems_of(result, history=history)
-        if problems:
-            problems = [p for p in problems if _acts_on(p[0], p[1], result, server)]
+        found = problems_of(result, history=history)
+        problems = [p for p in found if _acts_on(p[0], p[1], result, server)] if found else found
         if not problems:
             counts._note(0, ())
             return result
-        repaired = _repair(result, history, server)
+        repaired = _repair(result, history, server, found)
         kept = set(map(id, repaired))
-        dropped = [p for p, item in enumerate(result) if id(item) not in kept]
-        counts._note(len(dropped), [kind for at, kind, _ in problems if id(result[at]) not in kept])
-        _log(session, result, dropped, problems)
+        counts._note(
+            len(result) - len(repaired),
+            [kind for at, kind, _ in problems if id(result[at]) not in kept],
+        )
+        if LOGGER.isEnabledFor(logging.WARNING):
+            dropped = [at for at, item in enumerate(result) if id(item) not in kept]
+            _log(session, result, dropped, problems)
         return repaired
 
     deduplicate_input_items_preferring_latest.__wrapped__ = dedupe  # type: ignore[attr-defined]
@@ -184,19 +187,22 @@ def _acts_on(position: int, kind: str, items: list[Any], server: bool) -> bool:
     return not (kind in _PAIRING_KINDS and _pending_hosted_shell(items[position]))
 
 
-def _repair(items: list[Any], history: list[Any] | None, server: bool) -> list[Any]:
+def _repair(
+    items: list[Any], history: list[Any] | None, server: bool, problems: list[tuple[int, str, Any]]
+) -> list[Any]:
     """``repair_input`` with stand-in partners for what may be held elsewhere: a call in
     front of each output on a server-managed conversation, an output after each pending
-    hosted shell call. The stand-ins satisfy the pairing rules and are removed after."""
+    hosted shell call. The stand-ins satisfy the pairing rules and are removed after.
+    Only problems can need one (``input_problems`` reports every such output and call)."""
     front: list[Any] = []
     back: list[Any] = []
-    for item in items:
-        if type(item) is not dict or type(item.get("call_id")) is not str:
-            continue
-        kind = item.get("type")
-        if server and kind in _OUTPUT_TO_CALL:
+    for item in items if server else ():
+        kind = item.get("type") if type(item) is dict else None
+        if kind in _OUTPUT_TO_CALL and type(item.get("call_id")) is str:
             front.append({"type": _OUTPUT_TO_CALL[kind], "call_id": item["call_id"]})
-        elif _pending_hosted_shell(item):
+    for at, kind, _ in problems:
+        item = items[at]
+        if kind in _PAIRING_KINDS and _pending_hosted_shell(item):
             back.append({"type": "shell_call_output", "call_id": item["call_id"]})
     if not front and not back:
         return list(engine.repair_input(items, history=history))

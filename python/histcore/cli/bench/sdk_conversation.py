@@ -4,8 +4,9 @@ For each session size (default 10^4 and 10^5 items) one run times:
 
 * a conversation turn of the OpenAI Agents SDK's own ``Runner`` (a scripted model that
   calls a function tool, then answers; an ``SQLiteSession`` in a file; a
-  ``session_input_callback``), without and with ``histcore.openai_agents.install()``,
-  alternating so both see the same machine load;
+  ``session_input_callback``), without ``histcore.openai_agents.install()``, with it,
+  and with ``install(guard=True)``, alternating so all see the same machine load (the
+  guard's cost is the guarded turn over the installed one);
 * the same turn as the first one of a fresh Python process (imports and ``install()``
   done before the clock starts; whatever the first call of anything costs is inside),
   and once more with the SDK's trace provider built before the clock too: every
@@ -23,8 +24,9 @@ For each session size (default 10^4 and 10^5 items) one run times:
 
 Correctness comes first: a plain and an installed turn, each on its own copy of the
 store, must leave identical session contents, send identical model inputs and give the
-same final output; every helper's result is compared with the SDK's. A mismatch stops
-the run (``CorrectnessError``).
+same final output; the guarded turn must send ``repair_input`` of the plain turn's model
+input; every helper's result is compared with the SDK's. A mismatch stops the run
+(``CorrectnessError``).
 
 This module imports the SDK, so the command line imports it only for
 ``--openai-agents``.
@@ -36,6 +38,7 @@ import asyncio
 import gc
 import importlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -44,7 +47,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
@@ -59,6 +63,7 @@ from histcore.cli.bench.generate import generate_history
 from histcore.cli.bench.sdk_helpers import CorrectnessError, HelperTiming, time_helpers
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
+from histcore.items import repair_input
 from histcore.openai_agents._versions import sdk_version
 from histcore.openai_agents.testing import ScriptedModel
 
@@ -163,10 +168,19 @@ class TurnTiming:
     #: First turns only: the garbage collector's time inside the timed turns, plain
     #: and installed.
     collector: tuple[Timing, Timing] | None = None
+    #: In-process turns only: installed with ``guard=True``.
+    guarded: Timing | None = None
 
     @property
     def speedup(self) -> float:
         return self.plain.median / self.installed.median
+
+    @property
+    def guard_cost(self) -> float | None:
+        """The guard's share of an installed turn: guarded over installed, minus one."""
+        if self.guarded is None:
+            return None
+        return self.guarded.median / self.installed.median - 1.0
 
 
 @dataclass
@@ -198,7 +212,11 @@ def _check_turn_pair(store: str, workdir: str, message: str) -> None:
     fast_path = os.path.join(workdir, "installed.db")
     shutil.copyfile(store, plain_path)
     shutil.copyfile(store, fast_path)
-    plain_model, fast_model = ScriptedModel(), ScriptedModel()
+    guarded_path = os.path.join(workdir, "guarded.db")
+    for path in (plain_path, fast_path, guarded_path):
+        shutil.copyfile(store, path)
+    stored = asyncio.run(_stored_items(store))
+    plain_model, fast_model, guarded_model = ScriptedModel(), ScriptedModel(), ScriptedModel()
     accelerator.uninstall()
     plain_answer = asyncio.run(run_turn(plain_path, message, plain_model))
     with accelerator.installed():
@@ -211,31 +229,54 @@ def _check_turn_pair(store: str, workdir: str, message: str) -> None:
     fast_items = asyncio.run(_stored_items(fast_path))
     if json.dumps(plain_items) != json.dumps(fast_items):
         raise CorrectnessError("the session holds different items with install()")
-    os.remove(plain_path)
-    os.remove(fast_path)
+    # The guard sends what repair_input makes of the SDK's input (the SDK's dedupe can
+    # move a refreshed duplicate away from its reasoning item: rule (e)).
+    with quiet_guard(), accelerator.installed(guard=True):
+        asyncio.run(run_turn(guarded_path, message, guarded_model))
+    expected = repair_input(json.loads(plain_model.inputs[0]), history=stored)
+    if json.loads(guarded_model.inputs[0]) != expected:
+        raise CorrectnessError("install(guard=True) sent other than repair_input of the SDK's")
+    for path in (plain_path, fast_path, guarded_path):
+        os.remove(path)
+
+
+@contextmanager
+def quiet_guard() -> Iterator[None]:
+    """The guard's warnings off (a timed turn repairs the same input every round)."""
+    logger = logging.getLogger("histcore.openai_agents")
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
 
 
 def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTiming:
-    samples: dict[bool, list[float]] = {False: [], True: []}
+    samples: dict[str, list[float]] = {"plain": [], "installed": [], "guarded": []}
     for round_ in range(repeat):
-        for installed in (False, True):
-            progress.write(f"  turn {round_ + 1}/{repeat} {'installed' if installed else 'plain'}")
+        for mode, values in samples.items():
+            progress.write(f"  turn {round_ + 1}/{repeat} {mode}")
             progress.flush()
-            if installed:
-                accelerator.install()
-            else:
-                accelerator.uninstall()
+            accelerator.uninstall()
+            if mode != "plain":
+                accelerator.install(guard=mode == "guarded")
             gc.collect()  # every sample starts from the same collector state
-            start = time.perf_counter()
-            asyncio.run(run_turn(store, f"Paris and Rome, round {round_}"))
-            samples[installed].append(time.perf_counter() - start)
-            progress.write(f" {format_seconds(samples[installed][-1])}\n")
+            with quiet_guard():
+                start = time.perf_counter()
+                asyncio.run(run_turn(store, f"Paris and Rome, round {round_}"))
+                values.append(time.perf_counter() - start)
+            progress.write(f" {format_seconds(values[-1])}\n")
     accelerator.uninstall()
 
     def timing(values: list[float]) -> Timing:
         return Timing(statistics.median(values), tuple(values), 1)
 
-    return TurnTiming(size, timing(samples[False]), timing(samples[True]))
+    return TurnTiming(
+        size,
+        timing(samples["plain"]),
+        timing(samples["installed"]),
+        guarded=timing(samples["guarded"]),
+    )
 
 
 # The first turn of a fresh process: the child imports everything and installs before
@@ -384,6 +425,9 @@ def _turn_lines(
 
     collector = any(turn.collector is not None for turn in turns)
     header = f"  {'in GC: plain / installed':>24}" if collector else ""
+    guarded = any(turn.guarded is not None for turn in turns)
+    if guarded:
+        header += f"  {'with guard':>10}  {'guard cost':>10}"
     if result is not None and result.first_turn_floor is not None:
         header += f"  {'at most':>7}"
     lines = [
@@ -393,10 +437,13 @@ def _turn_lines(
     for turn in turns:
         reachable = None if result is None else result.reachable(turn)
         at_most = "" if reachable is None else f"  {reachable:>6.1f}x"
+        guard = ""
+        if turn.guarded is not None and turn.guard_cost is not None:
+            guard = f"  {format_seconds(turn.guarded.median):>10}  {turn.guard_cost:>+9.1%}"
         lines.append(
             f"{size_label(turn.size):>8}  {format_seconds(turn.plain.median):>10}  "
             f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{in_gc(turn)}"
-            f"{at_most}  {_verdict(turn, reachable)}"
+            f"{guard}{at_most}  {_verdict(turn, reachable)}"
         )
     return lines
 
@@ -459,6 +506,9 @@ def _turn_json(turn: TurnTiming, reachable: float | None = None) -> dict[str, An
     }
     if turn.collector is not None:
         data["plain_gc"], data["installed_gc"] = (timing.to_json() for timing in turn.collector)
+    if turn.guarded is not None:
+        data["guarded"] = turn.guarded.to_json()
+        data["guard_cost"] = turn.guard_cost
     if reachable is not None:
         data["reachable"] = reachable
     return data
