@@ -480,3 +480,104 @@ def test_looked_up_follows_sdk_helpers_and_stdlib_attributes() -> None:
     # Followed into items, where the helpers prepare_input_with_session calls live.
     assert "agents.run_internal.items._TOOL_CALL_TO_OUTPUT_TYPE" in session_names
     assert "copy.deepcopy" in session_names
+
+
+# --- patches made through the SDK module's names reach the module itself -------------
+
+
+def _callback_turn(tmp_path: Any) -> Callable[[], Any]:
+    """A turn with a session callback (the SDK deep-copies the history for it): what the
+    model was sent and what the store holds."""
+
+    def turn() -> Any:
+        model = ScriptedModel(placeholder_every=0)
+
+        async def main() -> Any:
+            session = SQLiteSession("s", str(tmp_path / f"t{len(calls)}.db"))
+            await session.add_items([dict(MESSAGE), dict(CALL), dict(OUTPUT)])
+            agent = Agent(name="a", model=model, tools=[lookup])
+            config = RunConfig(session_input_callback=lambda old, new: [*old, *new])
+            await Runner.run(agent, "Paris", session=session, run_config=config)
+            stored = await session.get_items()
+            session.close()
+            return stored
+
+        calls.append(1)
+        return model.inputs, asyncio.run(main())
+
+    calls: list[int] = []
+    return turn
+
+
+def _editing_deepcopy(seen: list[int]) -> Callable[..., Any]:
+    real = copy.deepcopy
+
+    def deepcopy(value: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(1)
+        copied = real(value, *args, **kwargs)
+        if isinstance(copied, list):
+            for item in copied:
+                if isinstance(item, dict) and item.get("role") == "user":
+                    item["content"] = f"edited {item['content']}"
+        return copied
+
+    return deepcopy
+
+
+@pytest.mark.parametrize("how", ["mock.patch", "monkeypatch"])
+def test_deepcopy_patched_through_the_session_module(how: str, tmp_path: Any) -> None:
+    """``mock.patch("...session_persistence.copy.deepcopy", f)`` patches ``copy`` itself,
+    installed as plain: ``f`` runs, its edits reach the model input, and the patch undone
+    leaves the real ``copy.deepcopy``."""
+    from unittest import mock
+
+    turn = _callback_turn(tmp_path)
+    real = copy.deepcopy
+    results = {}
+    for installed in (False, True):
+        seen: list[int] = []
+        with accelerator.installed() if installed else _nothing():
+            if how == "mock.patch":
+                target = "agents.run_internal.session_persistence.copy.deepcopy"
+                with mock.patch(target, _editing_deepcopy(seen)):
+                    results[installed] = (turn(), len(seen) > 0)
+            else:
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setattr(sdk_session.copy, "deepcopy", _editing_deepcopy(seen))
+                    results[installed] = (turn(), len(seen) > 0)
+            assert copy.deepcopy is real
+            assert sdk_session.copy.deepcopy(ITEMS) == ITEMS
+    assert results[False][1], "the patched deepcopy never ran: the case tests nothing"
+    assert results[True] == results[False]
+
+
+def test_json_dumps_assigned_through_the_sqlite_module(tmp_path: Any) -> None:
+    """``sqlite_session.json.dumps = f`` rebinds the global function, installed as plain,
+    and ``uninstall()`` does not drop it (the caller undoes it)."""
+    real = json.dumps
+    written: list[str] = []
+
+    def dumps(value: Any, *args: Any, **kwargs: Any) -> str:
+        text = real(value, *args, **kwargs)
+        written.append(text)
+        return text
+
+    try:
+        with accelerator.installed():
+            sdk_sqlite.json.dumps = dumps
+            assert json.dumps is dumps
+            session = SQLiteSession("s", str(tmp_path / "j.db"))
+            asyncio.run(session.add_items([dict(MESSAGE)]))
+            session.close()
+        assert json.dumps is dumps
+        assert written
+    finally:
+        json.dumps = real
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -300,6 +300,9 @@ def make_clone_original_input(
     return _copying_lists(original, deep_copy, watch)
 
 
+_ABSENT = object()
+
+
 class _ModuleStandIn:
     """Stands in for a standard library module inside one SDK module: the calls it
     speeds up are its own methods, every other attribute is the module's.
@@ -310,10 +313,42 @@ class _ModuleStandIn:
     """
 
     SPED_UP: tuple[str, ...] = ()
+    _OWN = frozenset({"_real", "_unchanged", "_saved"})
 
     def __init__(self, real: ModuleType, watch: Watch | None = None) -> None:
         self._real = real
         self._unchanged = intact(watch)
+        #: what the module held before a patch made through the stand-in (to undo it)
+        self._saved: dict[str, Any] = {}
+
+    # A patch made through the SDK module's name (``mock.patch("...session_persistence.
+    # copy.deepcopy", f)``, ``sqlite_session.json.dumps = f``) patches the module itself,
+    # as it does without the stand-in; the watch then sends every call to it.
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._OWN or name.startswith("__"):
+            object.__setattr__(self, name, value)  # the stand-in's own state (its class)
+            return
+        real = self._real
+        if getattr(value, "__self__", None) is self:
+            # A patch undone by putting back what getattr gave: the stand-in's method.
+            if name in self._saved:
+                self._restore(name)
+            return
+        self._saved.setdefault(name, vars(real).get(name, _ABSENT))
+        setattr(real, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._saved:
+            self._restore(name)
+        else:
+            delattr(self._real, name)
+
+    def _restore(self, name: str) -> None:
+        before = self._saved.pop(name)
+        if before is _ABSENT:
+            delattr(self._real, name)
+        else:
+            setattr(self._real, name, before)
 
     @classmethod
     def watch_for(cls, real: ModuleType) -> Watch:
@@ -367,10 +402,6 @@ class JsonModule(_ModuleStandIn):
     def reads_exactly(self) -> bool:
         """Whether ``loads`` is this stand-in's, with what it stands for unchanged (so a
         row it would read with orjson may be read with orjson directly)."""
-        own = vars(self).get("loads")
-        # A patch undone by pytest's monkeypatch leaves the bound method behind.
-        if own is not None and getattr(own, "__func__", None) is not JsonModule.loads:
-            return False
         return bool(self._unchanged())
 
     def loads(self, s: Any, *args: Any, **kwargs: Any) -> Any:
