@@ -100,12 +100,17 @@ def unfit(module: ModuleType) -> str | None:
     return None
 
 
-def make_noting_session_get_items(original: Callable[..., Any]) -> Callable[..., Any]:
-    """The SDK's ``_session_get_items``, noting what ``prepare_input_with_session`` reads
-    (the one caller that passes ``capture_compaction_generation=True``)."""
+def make_noting_session_get_items(
+    original: Callable[..., Any], batch: Callable[..., Any]
+) -> Callable[..., Any]:
+    """The SDK's ``_session_get_items``, noting the history a session preparation reads:
+    a call from the SDK's ``prepare_input_with_session`` (or a pinned copy of it) or from
+    histcore's ``batch`` preparation."""
+    batch_code = batch.__code__
 
     async def _session_get_items(session: Any, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs.get("capture_compaction_generation") or args:
+        caller = sys._getframe(1).f_code
+        if args or (caller is not batch_code and caller.co_name != "prepare_input_with_session"):
             return await original(session, *args, **kwargs)
         limit: int = kwargs.get("limit")  # type: ignore[assignment]
         wider = type(limit) is int and limit > 0 and type(session).__name__ != SERVER_SESSION

@@ -358,7 +358,9 @@ def guard_groups(counts: guard.GuardCounts) -> tuple[Group, ...]:
             targets=(
                 Target(
                     "_session_get_items",
-                    lambda original, *_: guard.make_noting_session_get_items(original),
+                    lambda original, *_: guard.make_noting_session_get_items(
+                        original, prepare.prepare
+                    ),
                     everywhere=False,
                     watch=_unwatched,
                 ),

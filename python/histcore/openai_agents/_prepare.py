@@ -41,8 +41,12 @@ from histcore.openai_agents._watch import Watch
 
 __all__ = ["BATCH_PREPARE_DIGESTS", "applies", "make_prepare_input_with_session", "prepare"]
 
-#: ``prepare_input_with_session`` as in openai-agents 0.22.1 - 0.24.0.
-BATCH_PREPARE_DIGESTS = frozenset({"6b38c2226f620961"})
+#: ``prepare_input_with_session`` as in openai-agents 0.22.0 - 0.24.0 -> whether its
+#: history read asks for the compaction generation (from 0.22.1 on).
+BATCH_PREPARE_DIGESTS: dict[str, bool] = {
+    "42fdd1f8d309cc5e": False,  # 0.22.0
+    "6b38c2226f620961": True,  # 0.22.1 - 0.24.0
+}
 
 
 def applies(module: ModuleType, arguments: dict[str, Any]) -> bool:
@@ -237,9 +241,14 @@ def _classify(
 
 
 async def prepare(
-    module: ModuleType, call: Call, arguments: dict[str, Any], stripped: frozenset[str] | None
+    module: ModuleType,
+    call: Call,
+    arguments: dict[str, Any],
+    stripped: frozenset[str] | None,
+    capture: bool = True,
 ) -> Any:
-    """The SDK's result for a call ``applies`` accepted (``arguments`` bound by name)."""
+    """The SDK's result for a call ``applies`` accepted (``arguments`` bound by name);
+    ``capture``: the release's history read asks for the compaction generation."""
     session = arguments["session"]
     callback = arguments["session_input_callback"]
     session_settings = arguments.get("session_settings")
@@ -248,14 +257,12 @@ async def prepare(
     settings = getattr(session, "session_settings", None) or module.SessionSettings()
     if session_settings is not None:
         settings = settings.resolve(session_settings)
+    read: dict[str, Any] = {"wrapper": wrapper}
+    if capture:
+        read["capture_compaction_generation"] = True
     if settings.limit is not None:
-        history = await module._session_get_items(
-            session, limit=settings.limit, wrapper=wrapper, capture_compaction_generation=True
-        )
-    else:
-        history = await module._session_get_items(
-            session, wrapper=wrapper, capture_compaction_generation=True
-        )
+        read["limit"] = settings.limit
+    history = await module._session_get_items(session, **read)
     policy = arguments.get("reasoning_item_id_policy")
     history_copies = _history_copies(module, history, arguments["input"], stripped, policy)
     if history_copies is None:
@@ -344,7 +351,10 @@ def make_prepare_input_with_session(
     run = original if not pinned else pinning(original, module, pinned)
     key = None if not pinned else pinned.get("_session_item_key")
     signature = inspect.signature(original)
-    batch = function_digest("prepare_input_with_session", original) in BATCH_PREPARE_DIGESTS
+    capture = BATCH_PREPARE_DIGESTS.get(
+        function_digest("prepare_input_with_session", original) or ""
+    )
+    batch = capture is not None
     stripped = stripped_keys(module.strip_internal_input_item_metadata)
     extra_stripped = canonical_key_setup(stripped)
     unchanged = intact(watch)
@@ -361,7 +371,7 @@ def make_prepare_input_with_session(
         token = CALL.set(call)
         try:
             if bound is not None and batch and applies(module, bound.arguments):
-                return await prepare(module, call, bound.arguments, stripped)
+                return await prepare(module, call, bound.arguments, stripped, bool(capture))
             if bound is not None:
                 callback = bound.arguments.get("session_input_callback")
                 # A non-callable is the original's to reject, with its own message.
