@@ -212,7 +212,7 @@ def test_a_session_locked_by_a_writer_says_so_within_a_second(pg: PgStore) -> No
 def test_the_wrong_tables_are_not_a_store(pg: PgStore) -> None:
     code, _, err = run_cli("--dsn", pg.dsn, "--messages-table", unique("none"))
     assert code == 2
-    assert "not a histcore session store" in err
+    assert "not a session store" in err
 
 
 def test_a_dsn_password_is_never_shown() -> None:

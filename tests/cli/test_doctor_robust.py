@@ -45,11 +45,11 @@ def test_a_row_nested_too_deeply_is_reported_not_a_crash(path: str) -> None:
     assert code == 1
     assert entry["problems"]["invalid_json"] == 1
     assert entry["problems"]["duplicate_calls"] == 1
-    assert entry["details"]["invalid_json_reasons"] == {"2": "nested too deeply to read"}
+    assert entry["details"]["invalid_json_reasons"] == {"2": "nested deeper than 256 levels"}
     code, out, err = run_cli(path, "--fix")
     assert code == 1
     assert err == ""
-    assert "not valid JSON (nested too deeply to read): row ids 2" in out
+    assert "not valid JSON (nested deeper than 256 levels): row ids 2" in out
     assert [data for _, data in stored(path, "s")][1] == deep, "left as it was"
     assert decoded_valid(path, "s") == [user("q"), call("c1")]
 
@@ -64,16 +64,23 @@ def decoded_valid(path: str, session_id: str) -> list[Any]:
     return found
 
 
-def test_a_deep_but_readable_item_is_checked_like_any_other(path: str) -> None:
+def test_an_item_deeper_than_the_sessions_read_is_not_an_item(path: str) -> None:
+    # json.loads reads 400 levels, but no session does (MAX_DEPTH, 256): the doctor
+    # follows the sessions, so the rows are not valid JSON here either.
     nested: Any = "leaf"
     for _ in range(400):
         nested = [nested]
     deep_output = output("c1", "x") | {"output": nested}
     make_store(path, {"s": [user("q"), call("c1"), deep_output, deep_output]})
     code, report = report_json(path, "--fix")
-    assert code == 0
-    assert session_entry(report, "s")["fix"] == "fixed"
-    assert decoded(path, "s") == [user("q"), call("c1"), deep_output]
+    assert code == 1
+    entry = session_entry(report, "s")
+    assert entry["details"]["invalid_json_reasons"] == {
+        "3": "nested deeper than 256 levels",
+        "4": "nested deeper than 256 levels",
+    }
+    assert entry["fix"] == "left"
+    assert len(stored(path, "s")) == 4, "the deep rows are left where they are"
 
 
 def test_a_row_that_is_not_utf8_is_reported_and_the_store_checked(path: str) -> None:

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import accumulate, compress, count, repeat
-from operator import contains, ge, itemgetter
+from itertools import compress, repeat
+from operator import contains, itemgetter
 from typing import Any
 
 import orjson
 
-from histcore.engine.exact_json import NULL, has_non_finite, loads_as_json, long_integer_candidates
+from histcore.engine.exact_json import NULL, has_non_finite, long_integer_candidates
 from histcore.engine.items import MAX_DEPTH, plain_json_copy
+from histcore.sessions.rows import CorruptRow, decode_stored, deep_positions
 
 __all__ = [
     "CorruptRow",
@@ -51,66 +52,11 @@ _ROW_ID = itemgetter(0)
 _DATA = itemgetter(1)
 
 
-class CorruptRow(ValueError):
-    """A stored row that holds no item: it is not JSON, JSON but not an object, or
-    nested deeper than ``MAX_DEPTH``. The message says which, for the log line that
-    reports the skipped row."""
-
-
-# --- nesting depth of JSON text ---------------------------------------------------------
-#
-# The engine copies, keys and compares items nested at most MAX_DEPTH containers deep
-# (the item itself counted): a store writes no deeper item and reads no deeper row,
-# measured on the text by the one function below, so the limit is the same both ways.
-
-# A text nested deeper than MAX_DEPTH holds at least MAX_DEPTH + 1 bracket pairs.
-_LONGEST_SHALLOW = 2 * MAX_DEPTH + 1
-# JSON strings (their brackets are no structure), and every byte that is no bracket.
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-_BRACKET_STEP = [0] * 256
-_BRACKET_STEP[ord("[")] = _BRACKET_STEP[ord("{")] = 1
-_BRACKET_STEP[ord("]")] = _BRACKET_STEP[ord("}")] = -1
-
-
-def _too_deep(text: bytes | str) -> bool:
-    """Whether JSON ``text`` nests deeper than MAX_DEPTH (for text that is not JSON the
-    answer does not matter: it holds no item either way)."""
-    if len(text) <= _LONGEST_SHALLOW:
-        return False
-    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
-        return False
-    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > MAX_DEPTH
-
-
-def _deep_positions(texts: list[Any]) -> list[int]:
-    """The positions of the texts nested deeper than MAX_DEPTH (most are too short to
-    be: only their lengths are looked at)."""
-    long_enough = compress(count(), map(ge, map(len, texts), repeat(_LONGEST_SHALLOW + 1)))
-    return [position for position in long_enough if _too_deep(texts[position])]
-
-
 def _too_deep_error(index: int) -> TypeError:
     return TypeError(
         f"items[{index}] cannot be encoded as JSON: it is nested deeper than {MAX_DEPTH} "
         "levels, which no session stores"
     )
-
-
-# What a JSON value that is not an object is, for messages.
-_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number"}
-
-
-def _not_an_item(value: Any) -> CorruptRow:
-    if value is None:
-        kind = "null"
-    elif isinstance(value, bool):
-        kind = "true" if value else "false"
-    else:
-        kind = _JSON_KINDS.get(type(value), type(value).__name__)
-    return CorruptRow(f"not an input item: it is a JSON {kind}, not an object")
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -284,7 +230,7 @@ def encode_items_utf8(items: list[Any]) -> list[bytes]:
     for index in compress(range(len(encoded)), map(contains, encoded, repeat(NULL))):
         if has_non_finite(items[index]):
             encoded[index] = _stdlib_text(_json_tree(items[index], index), index)
-    for index in _deep_positions(encoded):  # not expected: trees and plain data are not
+    for index in deep_positions(encoded):  # not expected: trees and plain data are not
         raise _too_deep_error(index)
     return encoded
 
@@ -292,27 +238,15 @@ def encode_items_utf8(items: list[Any]) -> list[bytes]:
 # --- reading ----------------------------------------------------------------------------
 
 
-def decode_row(data: object) -> Any:
-    """The item stored as ``data`` (bytes or str); CorruptRow when it is not JSON, not
-    an item (a JSON object), or nested deeper than MAX_DEPTH."""
-    if not isinstance(data, (bytes, str)):
-        raise CorruptRow(f"not JSON: message_data is {type(data).__name__}, not JSON text")
-    if _too_deep(data):
-        raise CorruptRow(f"nested deeper than {MAX_DEPTH} levels, deeper than any item")
-    try:
-        item = loads_as_json(data)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptRow(f"not JSON ({exc})") from None
-    if type(item) is not dict:
-        raise _not_an_item(item)
-    return item
+#: The rule for one stored row (``rows.decode_stored``), under its older name.
+decode_row = decode_stored
 
 
 def _fast_decoded(texts: list[Any]) -> list[Any] | None:
     """Every text decoded, when every one holds an item; None when one may not (it is
     then found, and reported, by the row-by-row decode)."""
     try:
-        if _deep_positions(texts):
+        if deep_positions(texts):
             return None
         exact = long_integer_candidates(texts)
         items = list(map(orjson.loads, texts))

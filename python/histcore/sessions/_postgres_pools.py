@@ -8,6 +8,7 @@ DSN wait for the same opening task.
 from __future__ import annotations
 
 import asyncio
+import math
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from histcore.exceptions import SessionError
 
-__all__ = ["Pool", "close_pools", "describe_dsn", "shared_pool"]
+__all__ = ["CONNECT_TIMEOUT", "Pool", "close_pools", "describe_dsn", "shared_pool"]
 
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
 
@@ -58,10 +59,46 @@ def _pools_of_running_loop() -> _LoopPools:
     return found
 
 
+def _connection_options(dsn: str, timeout: float) -> dict[str, Any]:
+    """Options of every connection: autocommit, and libpq's ``connect_timeout`` (whole
+    seconds, at least 2 as libpq counts them) unless the DSN names its own."""
+    options: dict[str, Any] = {"autocommit": True}
+    try:
+        given = "connect_timeout" in conninfo_to_dict(dsn)
+    except psycopg.Error:
+        given = False  # psycopg says what is wrong with the DSN when connecting
+    if not given:
+        options["connect_timeout"] = max(2, math.ceil(timeout))
+    return options
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line (libpq adds hints on lines of their own)."""
+    return " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+
+
+async def _probe(dsn: str, options: dict[str, Any], timeout: float) -> None:
+    """Connect once before the pool does: a server that is down or unreachable is one
+    clear error within ``timeout`` seconds, not a pool retrying (and logging a warning
+    per attempt) until its own timeout."""
+    try:
+        connection = await asyncio.wait_for(
+            psycopg.AsyncConnection.connect(dsn, **options), timeout
+        )
+    except (psycopg.Error, OSError, asyncio.TimeoutError) as exc:
+        reason = _one_line(exc) or "no answer"
+        raise SessionError(
+            f"cannot connect to PostgreSQL at {describe_dsn(dsn)} within {timeout:g}s: {reason}"
+        ) from None
+    await connection.close()
+
+
 async def _open_pool(dsn: str, max_size: int, timeout: float) -> Pool:
+    options = _connection_options(dsn, timeout)
+    await _probe(dsn, options, timeout)
     pool: Pool = AsyncConnectionPool(
         dsn,
-        kwargs={"autocommit": True},
+        kwargs=options,
         min_size=1,
         max_size=max_size,
         open=False,
@@ -77,17 +114,23 @@ async def _open_pool(dsn: str, max_size: int, timeout: float) -> Pool:
         await pool.close()
         if isinstance(exc, (PoolTimeout, psycopg.Error)):
             raise SessionError(
-                f"cannot connect to PostgreSQL at {describe_dsn(dsn)} within {timeout:g}s: {exc}"
+                f"cannot connect to PostgreSQL at {describe_dsn(dsn)} within {timeout:g}s: "
+                f"{_one_line(exc)}"
             ) from exc
         raise
     return pool
 
 
-async def shared_pool(dsn: str, *, max_size: int = 10, timeout: float = 30.0) -> Pool:
+#: Seconds to wait for the server by default.
+CONNECT_TIMEOUT = 5.0
+
+
+async def shared_pool(dsn: str, *, max_size: int = 10, timeout: float = CONNECT_TIMEOUT) -> Pool:
     """The connection pool for ``dsn`` shared by everything in the running event loop.
 
     Opened on first use with ``max_size`` connections at most (later calls get the
-    same pool, whatever they pass). ``close_pools()`` closes it.
+    same pool, whatever they pass); a server that does not accept a connection within
+    ``timeout`` seconds is a one-line SessionError. ``close_pools()`` closes it.
     """
     if not isinstance(dsn, str) or not dsn:
         raise TypeError(f"dsn must be a non-empty str, not {dsn!r}")

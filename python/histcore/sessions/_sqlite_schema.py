@@ -14,12 +14,15 @@ import time
 from histcore.exceptions import SessionError
 
 __all__ = [
+    "REWRITES_TABLE",
     "check_columns",
     "check_read_only_tables",
     "create_tables",
     "enable_wal",
     "ids_never_reused",
     "insert_batch_size",
+    "note_rewrite",
+    "rewrite_generation",
     "tables_present",
     "text",
 ]
@@ -147,3 +150,45 @@ def insert_batch_size(conn: sqlite3.Connection) -> int:
     category = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
     variables = 999 if getlimit is None or category is None else int(getlimit(category))
     return max(1, min(_MAX_ROWS_PER_INSERT, variables // 2))
+
+
+# --- rewrites in place ------------------------------------------------------------------
+#
+# A session's history cache notices rows appended or removed by other connections (see
+# ``_sqlite_store``), not a row whose message_data another program rewrote in place,
+# which neither library does. ``histcore doctor --fix`` does, and then notes it here, in
+# the same transaction: a cache read under another generation is rebuilt. The table is
+# made by the first such note; a store without it has had no rewrite.
+
+#: (messages_table, session_id) -> how many times rows of the session were rewritten.
+REWRITES_TABLE = "histcore_rewrites"
+
+
+def note_rewrite(conn: sqlite3.Connection, messages: str, session_id: str) -> None:
+    """Inside a write transaction that rewrote rows of ``session_id`` in place: change
+    its rewrite generation, so cached copies of the history are read again."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {REWRITES_TABLE} (messages_table TEXT NOT NULL, "
+        "session_id TEXT NOT NULL, generation INTEGER NOT NULL, "
+        "PRIMARY KEY (messages_table, session_id))"
+    )
+    conn.execute(
+        f"INSERT INTO {REWRITES_TABLE} (messages_table, session_id, generation) "
+        "VALUES (?, ?, 1) ON CONFLICT (messages_table, session_id) "
+        "DO UPDATE SET generation = generation + 1",
+        (messages, session_id),
+    )
+
+
+def rewrite_generation(conn: sqlite3.Connection, messages: str, session_id: str) -> int:
+    """The session's rewrite generation (0: never rewritten, or no such table)."""
+    try:
+        row = conn.execute(
+            f"SELECT generation FROM {REWRITES_TABLE} WHERE messages_table = ? AND session_id = ?",
+            (messages, session_id),
+        ).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return 0  # no rewrite was ever noted in this file
+    return 0 if row is None else int(row[0])

@@ -35,9 +35,12 @@ Changes by other connections or processes are detected without scanning:
 ``PRAGMA data_version`` changes only when another connection commits to the file. When
 it did change, ``COUNT(*)`` over the cached id range must still equal the number of
 rows the cache accounts for (pops, clears and prefix deletes by others lower it);
-otherwise the cache is dropped and rebuilt. Writes through this store update the
-cache directly when nobody else wrote since the last sync. Not detected: another
-writer rewriting ``message_data`` of an existing row in place (neither library does).
+otherwise the cache is dropped and rebuilt. Neither library rewrites a row in place,
+but ``histcore doctor --fix`` does, and notes it in the session's rewrite generation
+(``_sqlite_schema.note_rewrite``), which must then also still be the one the cache was
+read under. Writes through this store update the cache directly when nobody else wrote
+since the last sync. Not detected: another program rewriting ``message_data`` of an
+existing row in place without noting it.
 
 Handing out copies
 ------------------
@@ -333,17 +336,25 @@ class SQLiteStore(SkipsCorruptRows):
             if cache is not None:
                 self._decode_pending(cache)
                 if cache.stamp != version:
-                    if self._rows_in_range(cache) == cache.rows:
+                    if (
+                        self._rows_in_range(cache) == cache.rows
+                        and self._rewrites() == cache.rewrites
+                    ):
                         self._fetch_newer(cache)
                     else:
-                        cache = None  # rows we hold were removed: start over
+                        cache = None  # rows we hold were removed or rewritten: start over
             if cache is None:
                 cache = self._empty_cache(version)
+                cache.rewrites = self._rewrites()
             cache.stamp = version
             if self._incremental:
                 self._cache = cache
             self._extend_back(cache, need)
         return cache
+
+    def _rewrites(self) -> int:
+        """How many times rows of this session were rewritten in place (the doctor)."""
+        return schema.rewrite_generation(self._conn, self.messages_table, self.session_id)
 
     def _rows_in_range(self, cache: HistoryCache) -> int:
         sql = f"SELECT COUNT(*) FROM {self.messages_table} WHERE session_id = ? AND id <= ?"
@@ -486,7 +497,8 @@ class SQLiteStore(SkipsCorruptRows):
             conn.execute(_insert_sql(table, len(rest), cast), _insert_params(session_id, rest))
 
     def pop(self) -> Any | None:
-        """Remove and return the newest item; corrupt rows on the way are dropped."""
+        """Remove and return the newest item; rows on the way that hold none are
+        skipped and left where they are (a pop removes only the row it returns)."""
         with self._lock:
             conn, table = self._writable("pop_item"), self.messages_table
             if self._cache is not None:
@@ -498,12 +510,11 @@ class SQLiteStore(SkipsCorruptRows):
                     while not pop.over:
                         row = conn.execute(
                             f"SELECT id, message_data FROM {table} WHERE session_id = ? "
-                            "ORDER BY id DESC LIMIT 1",
-                            (self.session_id,),
+                            "AND id < ? ORDER BY id DESC LIMIT 1",
+                            (self.session_id, pop.below),
                         ).fetchone()
-                        if row is not None:
-                            conn.execute(f"DELETE FROM {table} WHERE id = ?", (row[0],))
-                        pop.take(row)
+                        if pop.take(row):
+                            conn.execute(f"DELETE FROM {table} WHERE id = ?", (pop.removed[0],))
             except BaseException:
                 self._cache = None
                 raise

@@ -52,7 +52,13 @@ import orjson
 from histcore._cancellation import to_the_end
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions._codec import encode_items
-from histcore.sessions._postgres_pools import Pool, close_pools, describe_dsn, shared_pool
+from histcore.sessions._postgres_pools import (
+    CONNECT_TIMEOUT,
+    Pool,
+    close_pools,
+    describe_dsn,
+    shared_pool,
+)
 from histcore.sessions.base import (
     InputItem,
     SessionSettings,
@@ -198,7 +204,9 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     """A session stored in PostgreSQL, shared safely by any number of workers.
 
     Give either ``dsn`` (sessions with the same DSN share a pool, see ``shared_pool``;
-    ``pool_max_size`` and ``connect_timeout`` apply when that pool is first opened) or
+    ``pool_max_size`` and ``connect_timeout`` apply when that pool is first opened: a
+    server that does not accept a connection within ``connect_timeout`` seconds, 5 by
+    default, is a one-line SessionError) or
     an open ``psycopg_pool.AsyncConnectionPool`` as ``pool`` (its connections must be
     in autocommit mode, e.g. ``kwargs={"autocommit": True}``); the caller then owns it.
     Tables are created on first use. ``cache_history``: keep the decoded history
@@ -206,9 +214,9 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
 
     ``close()`` ends the session (not the shared pool: ``close_pools()`` does that);
     afterwards every operation raises ``SessionClosedError``. Rows whose text holds no
-    item (not JSON, or JSON that is not an object), whoever wrote them, are skipped with
-    a logged warning and listed in ``skipped_row_ids``; ``pop_item`` removes them on its
-    way.
+    item (``histcore.sessions.rows``), whoever wrote them, are skipped with a logged
+    warning and listed in ``skipped_row_ids``; ``pop_item`` leaves them where they are
+    and removes only the row it returns.
 
     The history cache's ``stamp`` is the session row's generation it was read under.
     """
@@ -227,7 +235,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         session_settings: SessionSettings | None = None,
         cache_history: bool = True,
         pool_max_size: int = 10,
-        connect_timeout: float = 30.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         check_session_id(session_id)
         if "\x00" in session_id:
@@ -307,8 +315,11 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                     return popped
                 generations.append(row[0])
                 while not popped.over:
-                    cursor = await conn.execute(self._sql.delete_newest, (self.session_id,))
-                    popped.take(await cursor.fetchone())
+                    cursor = await conn.execute(
+                        self._sql.newest_below, (self.session_id, popped.below)
+                    )
+                    if popped.take(await cursor.fetchone()):
+                        await conn.execute(self._sql.delete_row, (popped.removed[0],))
                 if popped.removed:
                     cursor = await conn.execute(self._sql.bump, (self.session_id,))
                     bumped = await cursor.fetchone()
@@ -520,10 +531,11 @@ class _Statements:
             "FROM unnest(%b::text[], %b::boolean[]) WITH ORDINALITY "
             "AS item(text, fits, position) ORDER BY item.position"
         )
-        self.delete_newest = (
-            f"DELETE FROM {messages} WHERE id = (SELECT id FROM {messages} "
-            "WHERE session_id = %s ORDER BY id DESC LIMIT 1) RETURNING id, message_text"
+        self.newest_below = (
+            f"SELECT id, message_text FROM {messages} WHERE session_id = %s AND id < %s "
+            "ORDER BY id DESC LIMIT 1"
         )
+        self.delete_row = f"DELETE FROM {messages} WHERE id = %s"
         self.bump = (
             f"UPDATE {sessions} SET generation = txid_current(), updated_at = now() "
             "WHERE session_id = %s RETURNING generation"

@@ -13,7 +13,7 @@ only their SQL and connection handling:
   latest ``need`` items, one window of rows at a time;
 - ``SkipsCorruptRows``: decoding fetched rows, leaving out (and logging once) the ones
   that hold no item;
-- ``NewestPop``: a pop that deletes the newest rows until one decodes.
+- ``NewestPop``: a pop that finds the newest row that decodes, and removes only it.
 
 Row ids only grow within a session (AUTOINCREMENT in SQLite, an identity column taken
 under the session row's lock in PostgreSQL), which is what makes "the rows above
@@ -49,6 +49,8 @@ logger = logging.getLogger("histcore.sessions")
 
 #: Below every row id either database assigns.
 BEFORE_ALL = -(2**63)
+# Above every row id either database assigns.
+_AFTER_ALL = 2**63 - 1
 #: Rows fetched at a time while decoding, so the raw text of a huge history is never
 #: held all at once next to its decoded items.
 FETCH_CHUNK = 4096
@@ -119,6 +121,9 @@ class HistoryCache:
     # What the backend compares to know the cache still matches the table: SQLite's
     # PRAGMA data_version, PostgreSQL's session generation.
     stamp: int | None = None
+    # SQLite: the session's rewrite generation the cache was read under (see
+    # ``_sqlite_schema.note_rewrite``).
+    rewrites: int = 0
     # Rows appended through this store, not decoded yet (ids and JSON text): an append
     # pays no decode, the next read does it.
     pending_ids: list[int] = field(default_factory=list)
@@ -186,7 +191,7 @@ class HistoryCache:
 
 class SkipsCorruptRows:
     """Mixin of a store that decodes rows, leaving out those that hold no item (not
-    JSON, or JSON that is not an object: see ``_codec.decode_row``).
+    JSON text, not JSON, nested too deeply, or not an object: ``rows.decode_stored``).
 
     The class sets ``session_id``, ``messages_table`` and ``_skipped = {}`` (row id ->
     reason, cleared with the session); each skipped row is logged once, when first met.
@@ -245,25 +250,32 @@ class SkipsCorruptRows:
 
 
 class NewestPop:
-    """One pop: the newest rows deleted one at a time until one decodes. Corrupt rows
-    on the way are skipped, and stay deleted, so a pop never returns them and never
-    stops at them."""
+    """One pop: the newest row that holds an item, looked for newest first. Rows on the
+    way that hold none (see ``rows.decode_stored``) are skipped, logged, and left where
+    they are: a pop removes only the row it returns."""
 
     def __init__(self, store: SkipsCorruptRows) -> None:
         self._store = store
+        #: the id of the row popped (one at most)
         self.removed: list[int] = []
         self.item: Any = None
         self.over = False
+        #: the next row to look at is the newest with an id below this
+        self.below = _AFTER_ALL
 
-    def take(self, row: tuple[int, Any] | None) -> None:
-        """The ``(id, message_data)`` row just deleted, or None when none was left."""
+    def take(self, row: tuple[int, Any] | None) -> bool:
+        """The newest ``(id, message_data)`` row below ``below``, or None when there is
+        none; True when it is the row to pop, which the caller then deletes."""
         if row is None:
             self.over = True
-            return
-        self.removed.append(row[0])
+            return False
+        row_id, data = row
+        self.below = row_id
         try:
-            self.item = decode_row(row[1])
+            self.item = decode_row(data)
         except CorruptRow as exc:
-            self._store._skip(row[0], str(exc))
-        else:
-            self.over = True
+            self._store._skip(row_id, str(exc))
+            return False
+        self.removed.append(row_id)
+        self.over = True
+        return True

@@ -52,9 +52,10 @@ class SQLiteSession(_ClosableSession):
     a SessionError saying so.
 
     ``close()`` it when done, or use it as a (sync or async) context manager; after
-    that every operation raises ``SessionClosedError``. Rows that hold no item (not
-    JSON, or JSON that is not an object), whoever wrote them, are skipped with a logged
-    warning and listed in ``skipped_row_ids``; ``pop_item`` removes them on its way.
+    that every operation raises ``SessionClosedError``. Rows that hold no item
+    (``histcore.sessions.rows``), whoever wrote them, are skipped with a logged warning
+    and listed in ``skipped_row_ids``; ``pop_item`` leaves them where they are and
+    removes only the row it returns.
     """
 
     # A read hands out copies of the history cache, or rows decoded for it alone.

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from histcore.cli.doctor.diagnose import Findings, analyse
 from histcore.cli.doctor.read import DoctorError, Row, SQLiteStore, Store, StoreLocked, Tables
@@ -29,6 +30,8 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_LOCKED",
     "EXIT_PROBLEMS",
+    "PROGRESS_ROWS",
+    "Progress",
     "SessionReport",
     "StoreLocked",
     "StoreReport",
@@ -42,6 +45,8 @@ BUSY_TIMEOUT = 0.5
 #: A repair transaction takes in further sessions for this many seconds (a session's
 #: repair is never split); SQLite stores then stay unlocked as long.
 BATCH_SECONDS = 0.05
+#: Stores with more rows than this report their progress (on stderr).
+PROGRESS_ROWS = 100_000
 
 
 @dataclass
@@ -50,7 +55,8 @@ class SessionReport:
     rows: int
     findings: Findings
     #: with --fix: "fixed", "clean", "left" (problems, nothing the fix may change) or
-    #: "skipped" (the session changed while the doctor ran); None without --fix
+    #: "skipped" (the session changed while the doctor ran); with --dry-run "planned"
+    #: instead of "fixed"; None without either
     fix: str | None = None
     reason: str | None = None
     repair: Repair | None = None
@@ -71,6 +77,9 @@ class StoreReport:
     backup: str | None = None
     #: rows no session reads, by why (their session_id is "null", a "blob", ...)
     rows_without_session: dict[str, list[int]] = field(default_factory=dict)
+    #: --dry-run: every repair planned (``SessionReport.repair``), none applied
+    dry_run: bool = False
+    drop_invalid_rows: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -105,6 +114,54 @@ def open_store(
     return SQLiteStore(path, writable=writable, busy_timeout=busy_timeout, tables=tables)
 
 
+class Progress:
+    """Progress lines for a large store (over PROGRESS_ROWS rows): one when the check
+    starts, then at most one every ``interval`` seconds, and one at the end."""
+
+    def __init__(self, stream: TextIO, interval: float = 1.0) -> None:
+        self._stream = stream
+        self._interval = interval
+        self._total = 0
+        self._sessions = 0
+        self._done = 0
+        self._checked = 0
+        self._started = self._shown = time.monotonic()
+
+    def start(self, total_rows: int, sessions: int) -> None:
+        self._total, self._sessions = total_rows, sessions
+        self._started = self._shown = time.monotonic()
+        if self._on:
+            self._line(f"checking {total_rows} rows in {sessions} session(s)")
+
+    @property
+    def _on(self) -> bool:
+        return self._total > PROGRESS_ROWS
+
+    def checked(self, rows: int) -> None:
+        self._done += rows
+        self._checked += 1
+        now = time.monotonic()
+        if self._on and now - self._shown >= self._interval:
+            self._shown = now
+            self._line(
+                f"checked {self._done} of {self._total} rows "
+                f"({self._checked} of {self._sessions} session(s))"
+            )
+
+    def repairing(self, sessions: int) -> None:
+        if self._on:
+            self._line(f"repairing {sessions} session(s)")
+
+    def finished(self) -> None:
+        if self._on:
+            seconds = time.monotonic() - self._started
+            self._line(f"done: {self._done} rows in {self._checked} session(s), {seconds:.1f}s")
+
+    def _line(self, text: str) -> None:
+        self._stream.write(f"histcore doctor: {text}\n")
+        self._stream.flush()
+
+
 def check_store(
     path: str | None,
     session: str | None = None,
@@ -114,37 +171,61 @@ def check_store(
     drop_invalid_rows: bool = False,
     busy_timeout: float = BUSY_TIMEOUT,
     tables: Tables | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> StoreReport:
-    """Check (and with ``fix`` repair) the sessions of the store at ``path`` or ``dsn``.
+    """Check (and with ``fix`` repair) the sessions of the store at ``path`` or ``dsn``;
+    with ``dry_run``, plan every repair and apply none (nothing is written).
 
     Raises DoctorError when the store cannot be read or ``session`` is not in it, and
     StoreLocked when another process holds it longer than ``busy_timeout`` seconds.
     """
-    store = open_store(path, dsn, writable=fix, busy_timeout=busy_timeout, tables=tables)
+    writable = fix and not dry_run
+    store = open_store(path, dsn, writable=writable, busy_timeout=busy_timeout, tables=tables)
+    report = StoreReport(
+        path=store.name,
+        sessions=[],
+        fix=writable,
+        dry_run=dry_run,
+        drop_invalid_rows=drop_invalid_rows,
+    )
     try:
-        return _check(store, session, fix, drop_invalid_rows)
+        _check(store, report, session, progress)
     finally:
         store.close()
+    return report
 
 
-def _check(store: Store, session: str | None, fix: bool, drop_invalid: bool) -> StoreReport:
-    report = StoreReport(path=store.name, sessions=[], fix=fix)
+def _check(
+    store: Store, report: StoreReport, session: str | None, progress: Progress | None
+) -> None:
     selected = _selected(store, session)
     if session is None:
         report.rows_without_session = store.rows_without_session()
+    if progress is not None:
+        progress.start(store.row_count(), len(selected))
     planned: list[_Planned] = []
+    drop_invalid = report.drop_invalid_rows
     for session_id in selected:
         rows = store.read_rows(session_id)
         analysis = analyse(rows)
         entry = SessionReport(session_id, len(rows), analysis.findings)
         report.sessions.append(entry)
-        if fix:
+        if report.fix or report.dry_run:
             plan = _plan(entry, rows, plan_repair(analysis, drop_invalid), drop_invalid)
             if plan is not None:
                 planned.append(plan)
-    if planned:
+        if progress is not None:
+            progress.checked(len(rows))
+    if report.dry_run:
+        for plan in planned:
+            plan.entry.fix, plan.entry.after = "planned", None
+    elif planned:
+        if progress is not None:
+            progress.repairing(len(planned))
         _apply(store, report, planned)
-    return report
+    if progress is not None:
+        progress.finished()
 
 
 def _selected(store: Store, session: str | None) -> list[str]:

@@ -1,12 +1,16 @@
-"""``histcore doctor``: check, and with ``--fix`` repair, session stores.
+"""histcore doctor: check, and with --fix repair, session stores.
 
 It reads the tables histcore and the OpenAI Agents SDK share: a SQLite file (PATH:
-``agent_sessions`` and ``agent_messages(id, session_id, message_data TEXT,
-created_at)``) or histcore's PostgreSQL layout (--dsn). Per session it reports:
+agent_sessions and agent_messages(id, session_id, message_data TEXT, created_at),
+as SQLiteSession, AsyncSQLiteSession and AdvancedSQLiteSession write them; the last
+one's message_structure and turn_usage rows are kept consistent with a repair) or a
+PostgreSQL database (--dsn: histcore's PostgresSession layout, or the SDK's
+SQLAlchemySession one). A row is read as histcore's sessions read it: a row they skip
+is not valid JSON here, a row they read is an item. Per session it reports:
 
-* rows that are not valid JSON (not UTF-8, not JSON, nested too deeply to read),
-  rows that are JSON but not an item (42, null, [1, 2], "x"), and items whose call_id
-  is not a string: the sessions skip or choke on them, the rules cannot place them;
+* rows that are not valid JSON (not UTF-8, UTF-16 or UTF-32 text, not JSON, nested
+  deeper than 256 levels, NULL), rows that are JSON but not an item (42, null, [1, 2],
+  "x"), and items whose call_id is not a string: the rules cannot place them;
 * tool outputs stored before their call, and without any call;
 * duplicate tool calls, and duplicate tool outputs, for one call_id;
 * calls without an output; duplicate item ids; reasoning items without the item they
@@ -20,15 +24,16 @@ Rows whose session_id is NULL, a BLOB or not UTF-8 are read by no session: they 
 reported, never changed.
 
 --fix first writes a backup of every session it changes (SQLite: PATH.bak-<time>, a
-SQLite file with the store's two tables holding those sessions' rows exactly, a
-session store of its own; PostgreSQL: a table <messages>_bak_<time>). Then, per
-session, it dedupes tool calls and outputs by histcore's latest-value rules (a call
-keeps its first row and an output its last, each holding the latest content), and
-drops, whole, every unit that still breaks a model-input rule: a reasoning run with
-the item it produced, a tool call with its outputs. User messages and calls awaiting
-approval are kept. Rows keep their ids and their exact stored text. Rows the rules
-cannot place are left as they are, and the rest of their session is repaired;
---drop-invalid-rows deletes them too (the backup keeps them).
+SQLite file with the store's tables holding those sessions' rows exactly, a session
+store of its own; PostgreSQL: a table <messages>_bak_<time>). Then, per session, it
+dedupes tool calls and outputs by histcore's latest-value rules (a call keeps its
+first row and an output its last, each holding the latest content), and drops, whole,
+every unit that still breaks a model-input rule: a reasoning run with the item it
+produced, a tool call with its outputs. User messages and calls awaiting approval are
+kept. Rows keep their ids and their exact stored text. Rows the rules cannot place
+are left as they are, and the rest of their session is repaired; --drop-invalid-rows
+deletes them too (the backup keeps them). --dry-run shows what --fix would do (the
+row ids it would delete and rewrite) and changes nothing.
 
 The doctor works on a live store. It reads in short statements and holds no lock
 between them; it repairs in short write transactions (a session's repair is never
@@ -36,8 +41,10 @@ split; a transaction takes in further sessions for 50 ms, and the doctor then st
 off the lock as long), so a live writer waits milliseconds, not for the whole fix. A
 repair goes ahead only when its session still holds the rows it was planned on (and
 the backup holds); a session written to meanwhile is left untouched and reported, for
-the next run. A lock held by another process longer than --busy-timeout seconds stops
-the doctor with exit status 3. See docs/doctor.md.
+the next run. Sessions open meanwhile read the repair: a row rewritten in place is
+noted (PostgreSQL: the session's generation; SQLite: a histcore_rewrites table). A
+lock held by another process longer than --busy-timeout seconds stops the doctor with
+exit status 3. Stores of over 100000 rows report their progress on stderr.
 
 Exit status: 0 nothing found (or, with --fix, everything found was fixed; calls
 awaiting approval count as nothing), 1 problems found or left, 2 the store cannot be
@@ -48,10 +55,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any, TextIO
 
-from histcore.cli.doctor.check import BUSY_TIMEOUT, EXIT_ERROR, EXIT_LOCKED, check_store
+from histcore.cli.doctor.check import (
+    BUSY_TIMEOUT,
+    EXIT_ERROR,
+    EXIT_LOCKED,
+    Progress,
+    check_store,
+)
 from histcore.cli.doctor.read import (
     MESSAGES_TABLE,
     SESSIONS_TABLE,
@@ -90,13 +104,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     parser.add_argument(
         "--busy-timeout",
-        type=float,
+        type=_seconds,
         default=BUSY_TIMEOUT,
         metavar="SECONDS",
         help=f"wait this long for another process's lock (default {BUSY_TIMEOUT:g})",
     )
     parser.add_argument("--sessions-table", default=SESSIONS_TABLE, metavar="NAME")
     parser.add_argument("--messages-table", default=MESSAGES_TABLE, metavar="NAME")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what --fix would do (the row ids it would delete), change nothing",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print problems only (nothing for a clean store), and no progress",
+    )
+
+
+def _seconds(text: str) -> float:
+    """A --busy-timeout: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a number of seconds the doctor can wait (0 or more)"
+        )
+    return value
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -105,8 +142,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     stderr = err if err is not None else sys.stderr
     where = args.path if args.path is not None else _described(args.dsn)
     try:
-        if args.drop_invalid_rows and not args.fix:
-            raise DoctorError("--drop-invalid-rows needs --fix")
+        if args.drop_invalid_rows and not (args.fix or args.dry_run):
+            raise DoctorError("--drop-invalid-rows needs --fix (or --dry-run)")
         report = check_store(
             args.path,
             session=args.session,
@@ -115,6 +152,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             drop_invalid_rows=args.drop_invalid_rows,
             busy_timeout=args.busy_timeout,
             tables=Tables(args.sessions_table, args.messages_table),
+            dry_run=args.dry_run,
+            progress=None if args.quiet else Progress(stderr),
         )
     except DoctorError as exc:
         code = EXIT_LOCKED if isinstance(exc, StoreLocked) else EXIT_ERROR
@@ -131,7 +170,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.json:
         stdout.write(json.dumps(render_json(report), indent=2) + "\n")
     else:
-        stdout.write(render_text(report) + "\n")
+        text = render_text(report, quiet=args.quiet)
+        stdout.write(text + "\n" if text else "")
     return report.exit_code
 
 

@@ -1,14 +1,18 @@
-"""A PostgreSQL session store (``--dsn``): histcore's ``PostgresSession`` layout.
+"""A PostgreSQL session store (``--dsn``): histcore's ``PostgresSession`` layout, or
+the OpenAI Agents SDK's ``SQLAlchemySession`` one.
 
-``agent_sessions(session_id, ..., generation)`` and ``agent_messages(id, session_id,
-message_data JSONB, message_text TEXT, ...)``; ``message_text`` is the stored item, as
-the session reads it. Needs psycopg (the ``postgres`` extra).
+histcore's: ``agent_sessions(session_id, ..., generation)`` and ``agent_messages(id,
+session_id, message_data JSONB, message_text TEXT, ...)``; ``message_text`` is the
+stored item, as the session reads it. The SDK's: ``agent_sessions(session_id, ...)`` and
+``agent_messages(id, session_id, message_data TEXT, created_at)``, read in
+``created_at, id`` order as the SDK reads it. Needs psycopg (the ``postgres`` extra).
 
 A repair runs in one transaction per session that first locks the session's
 ``agent_sessions`` row, as every writer of the session does, so writers of that
-session wait for it and no other. It copies both ``message_text`` and its ``jsonb``
-copy from the row whose content a row takes, and changes the session's ``generation``
-so sessions that cache the history read it again. The backup is a table
+session wait for it and no other. It copies the stored text (in histcore's layout
+``message_text`` and its ``jsonb`` copy) from the row whose content a row takes, and in
+histcore's layout changes the session's ``generation`` so sessions that cache the
+history read it again (the SDK's session caches nothing). The backup is a table
 ``<messages>_bak_<time>`` in the same schema holding every row of the sessions to
 repair, written before the first repair.
 """
@@ -29,9 +33,27 @@ from histcore.cli.doctor.read import (
     stored_form,
 )
 
-__all__ = ["PostgresStore"]
+__all__ = ["CONNECT_TIMEOUT", "PostgresStore"]
+
+#: Seconds to wait for the server to accept the connection (a DSN's own
+#: connect_timeout wins).
+CONNECT_TIMEOUT = 5
 
 _LOCK_NOT_AVAILABLE = "55P03"
+# Column types of the SDK's SQLAlchemySession tables (SQLAlchemy's Integer and String).
+_INTEGERS = ("integer", "bigint")
+_TEXTS = ("character varying", "text")
+
+
+def _timeout_unless_given(dsn: str) -> dict[str, Any]:
+    """``connect_timeout=CONNECT_TIMEOUT``, unless the DSN names one of its own."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = "connect_timeout" in conninfo_to_dict(dsn)
+    except Exception:  # psycopg reports an unparsable DSN when connecting
+        given = False
+    return {} if given else {"connect_timeout": CONNECT_TIMEOUT}
 
 
 class PostgresStore:
@@ -50,7 +72,7 @@ class PostgresStore:
         self.name = describe_dsn(dsn)
         self._tables = tables if tables is not None else Tables()
         try:
-            self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            self._conn = psycopg.connect(dsn, autocommit=True, **_timeout_unless_given(dsn))
         except psycopg.Error as exc:
             raise DoctorError(f"{self.name}: cannot connect to PostgreSQL: {exc}") from exc
         try:
@@ -60,12 +82,19 @@ class PostgresStore:
                 if not writable:
                     self._conn.execute("SET default_transaction_read_only = on")
                 problems = self._layout_problems()
+                referring = self._referring_tables() if writable and not problems else []
         except BaseException:
             self._conn.close()
             raise
         if problems:
             self._conn.close()
-            raise DoctorError(f"{self.name}: not a histcore session store: {'; '.join(problems)}")
+            raise DoctorError(f"{self.name}: not a session store: {'; '.join(problems)}")
+        if referring:
+            self._conn.close()
+            raise DoctorError(
+                f"{self.name}: table {referring[0]} refers to the messages table, and the "
+                "doctor cannot keep its rows consistent with a repair; nothing was changed"
+            )
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -83,32 +112,64 @@ class PostgresStore:
         cursor = self._conn.execute(sql, params)
         return cursor.fetchall() if cursor.description else []
 
-    def _layout_problems(self) -> list[str]:
-        required = {
-            self._tables.sessions: {"session_id": "text", "generation": "bigint"},
-            self._tables.messages: {
-                "id": "bigint",
-                "session_id": "text",
-                "message_data": "jsonb",
-                "message_text": "text",
-            },
-        }
-        problems = []
-        for table, wanted in required.items():
-            have = dict(
-                self._execute(
-                    "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
-                    "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
-                    (table,),
-                )
+    def _columns(self, table: str) -> dict[str, str]:
+        return {
+            str(name): str(kind)
+            for name, kind in self._execute(
+                "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
+                (table,),
             )
+        }
+
+    @property
+    def _text(self) -> str:
+        """The column holding the stored JSON text."""
+        return "message_data" if self._sdk_layout else "message_text"
+
+    def _layout_problems(self) -> list[str]:
+        """What keeps the tables from being a session store of either layout (and the
+        layout found, in ``_sdk_layout``)."""
+        messages = self._columns(self._tables.messages)
+        self._sdk_layout = bool(messages) and "message_text" not in messages
+        if self._sdk_layout:
+            # The OpenAI Agents SDK's SQLAlchemySession: message_data is the JSON text.
+            wanted = {"id": _INTEGERS, "session_id": _TEXTS, "message_data": ("text",)}
+            sessions_wanted: dict[str, tuple[str, ...]] = {"session_id": _TEXTS}
+        else:
+            wanted = {
+                "id": ("bigint",),
+                "session_id": ("text",),
+                "message_data": ("jsonb",),
+                "message_text": ("text",),
+            }
+            sessions_wanted = {"session_id": ("text",), "generation": ("bigint",)}
+        # The order the SDK's session reads in (histcore's is the ids').
+        sdk_order = self._sdk_layout and messages.get("created_at", "").startswith("timestamp")
+        self._ordered_by = "created_at, id" if sdk_order else "id"
+        problems = []
+        for table, have, need in (
+            (self._tables.sessions, self._columns(self._tables.sessions), sessions_wanted),
+            (self._tables.messages, messages, wanted),
+        ):
             if not have:
                 problems.append(f"it has no {table} table")
                 continue
-            wrong = [f"{name} {kind}" for name, kind in wanted.items() if have.get(name) != kind]
+            wrong = [
+                f"{name} {kinds[0]}" for name, kinds in need.items() if have.get(name) not in kinds
+            ]
             if wrong:
                 problems.append(f"table {table} lacks column(s) {', '.join(wrong)}")
         return problems
+
+    def _referring_tables(self) -> list[str]:
+        """Tables (other than the store's) whose foreign keys refer to the messages."""
+        found = self._execute(
+            "SELECT DISTINCT conrelid::regclass::text FROM pg_constraint "
+            "WHERE contype = 'f' AND confrelid = to_regclass(%s) ORDER BY 1",
+            (self._tables.messages,),
+        )
+        return [str(name) for (name,) in found if str(name) != self._tables.messages]
 
     def session_ids(self) -> list[str]:
         messages, sessions = self._tables.messages, self._tables.sessions
@@ -125,21 +186,26 @@ class PostgresStore:
             )
         return {"null": [int(row_id) for (row_id,) in found]} if found else {}
 
+    def row_count(self) -> int:
+        with self._errors():
+            found = self._execute(f"SELECT count(*) FROM {self._tables.messages}")
+        return int(found[0][0])
+
     def read_rows(self, session_id: str) -> list[Row]:
         with self._errors():
             return self._read(session_id)
 
     def _stored(self, session_id: str) -> list[tuple[int, Any]]:
         found = self._execute(
-            f"SELECT id, message_text FROM {self._tables.messages} "
-            "WHERE session_id = %s ORDER BY id",
+            f"SELECT id, {self._text} FROM {self._tables.messages} "
+            f"WHERE session_id = %s ORDER BY {self._ordered_by}",
             (session_id,),
         )
         return [(int(row_id), text) for row_id, text in found]
 
     def _read(self, session_id: str) -> list[Row]:
         return [
-            decode_text(row_id, text, text, "message_text is NULL")
+            decode_text(row_id, text, f"{self._text} is NULL")
             for row_id, text in self._stored(session_id)
         ]
 
@@ -182,10 +248,14 @@ class PostgresStore:
             )
             if self._stored(session_id) != stored_form(expected):
                 return False
+            copied = (
+                "message_data = src.message_data"
+                if self._sdk_layout
+                else "message_text = src.message_text, message_data = src.message_data"
+            )
             for row_id, source_id, _ in updates:
                 self._execute(
-                    f"UPDATE {messages} AS dst SET message_text = src.message_text, "
-                    f"message_data = src.message_data FROM {messages} AS src "
+                    f"UPDATE {messages} AS dst SET {copied} FROM {messages} AS src "
                     "WHERE dst.id = %s AND dst.session_id = %s AND src.id = %s",
                     (row_id, session_id, source_id),
                 )
@@ -193,10 +263,11 @@ class PostgresStore:
                 f"DELETE FROM {messages} WHERE session_id = %s AND id = ANY(%s)",
                 (session_id, list(deletions)),
             )
-            self._execute(
-                f"UPDATE {sessions} SET generation = txid_current() WHERE session_id = %s",
-                (session_id,),
-            )
+            if not self._sdk_layout:
+                self._execute(
+                    f"UPDATE {sessions} SET generation = txid_current() WHERE session_id = %s",
+                    (session_id,),
+                )
             if self._stored(session_id) != stored_form(predicted):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "

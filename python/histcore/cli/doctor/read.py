@@ -8,8 +8,8 @@ of one session in one short write transaction.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-import json
 import os
 import re
 import sqlite3
@@ -19,6 +19,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from histcore.cli.doctor.linked import Linked
+from histcore.sessions._sqlite_schema import note_rewrite
+from histcore.sessions.rows import CorruptRow, decode_json
 
 __all__ = [
     "MESSAGES_TABLE",
@@ -87,17 +91,16 @@ def stored_form(rows: Sequence[Row]) -> list[tuple[int, Any]]:
     return [(row.row_id, row.data) for row in rows]
 
 
-def decode_text(row_id: int, data: Any, text: str | None, reason: str | None = None) -> Row:
-    """The row stored as ``data``, whose JSON text is ``text`` (None: ``reason`` says
-    why there is none). Decoded as the SDK's sessions decode it: ``json.loads``."""
-    if text is None:
-        return Row(row_id, data, None, False, reason or "not JSON text")
+def decode_text(row_id: int, data: Any, missing: str | None = None) -> Row:
+    """The row stored as ``data`` (None: ``missing`` says why there is none), decoded by
+    the sessions' own rule (``histcore.sessions.rows``): a row they read as an item is
+    an item here, and a row they skip is not valid JSON here."""
+    if data is None:
+        return Row(row_id, None, None, False, missing or "NULL, not text")
     try:
-        return Row(row_id, data, json.loads(text), True)
-    except RecursionError:
-        return Row(row_id, data, None, False, "nested too deeply to read")
-    except ValueError:
-        return Row(row_id, data, None, False, "not JSON")
+        return Row(row_id, data, decode_json(data), True)
+    except CorruptRow as exc:
+        return Row(row_id, data, None, False, exc.reason)
 
 
 def row_ids_text(row_ids: Sequence[int], limit: int = 8) -> str:
@@ -122,6 +125,10 @@ class Store(Protocol):
     def rows_without_session(self) -> dict[str, list[int]]:
         """Row ids no session reads, by why: ``{"null": [...], "blob": [...], ...}``
         (after ``session_ids``)."""
+        ...
+
+    def row_count(self) -> int:
+        """How many rows the messages table holds (after ``session_ids``)."""
         ...
 
     def read_rows(self, session_id: str) -> list[Row]:
@@ -200,6 +207,16 @@ class SQLiteStore:
             raise DoctorError(f"{path}: not a session store (it has no {tables.messages} table)")
         self._has_sessions_table = tables.sessions in names
         self._without_session: dict[str, list[int]] = {}
+        self._row_count = 0
+        try:
+            self._linked = Linked(self._conn, tables.messages, tables.sessions)
+            refusal = self._linked.refusal(self._conn, writable)
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise _sqlite_failure(path, exc) from exc
+        if refusal is not None:
+            self._conn.close()
+            raise DoctorError(f"{path}: {refusal}")
 
     def _table_names(self) -> set[str]:
         query = "SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -232,9 +249,11 @@ class SQLiteStore:
         # no session can read its rows, and rows_without_session reports them.
         decoded: dict[bytes, str | None] = {}
         self._without_session = {}
+        self._row_count = 0
         for chunk in self._chunks(
             self._tables.messages, "id, typeof(session_id), CAST(session_id AS BLOB)"
         ):
+            self._row_count += len(chunk)
             for row_id, kind, raw in chunk:
                 why = str(kind) if kind != "text" else None
                 if why is None and _decoded(decoded, raw) is None:
@@ -254,6 +273,9 @@ class SQLiteStore:
 
     def rows_without_session(self) -> dict[str, list[int]]:
         return self._without_session
+
+    def row_count(self) -> int:
+        return self._row_count
 
     def read_rows(self, session_id: str) -> list[Row]:
         with self._errors():
@@ -312,14 +334,13 @@ class SQLiteStore:
 
     def _tables_present(self) -> list[str]:
         tables = [self._tables.sessions] if self._has_sessions_table else []
-        return [*tables, self._tables.messages]
+        return [*tables, self._tables.messages, *self._linked.tables]
 
     def _create_tables_in(self, target: str) -> None:
         # The tables' own CREATE statements: the same columns, types and affinities.
         statements = dict(
             self._conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-                (self._tables.sessions, self._tables.messages),
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
             ).fetchall()
         )
         destination = sqlite3.connect(target, isolation_level=None)
@@ -385,6 +406,9 @@ class SQLiteStore:
         with self._errors():
             if self._stored(session_id) != stored_form(expected):
                 return False
+            if not self._linked.still_one_branch(self._conn, session_id):
+                return False
+            self._linked.repair(self._conn, session_id, updates, deletions)
             messages = self._tables.messages
             self._conn.executemany(
                 f"UPDATE {messages} SET message_data = ? WHERE id = ? AND session_id = ?",
@@ -394,6 +418,10 @@ class SQLiteStore:
                 f"DELETE FROM {messages} WHERE id = ? AND session_id = ?",
                 [(row_id, session_id) for row_id in deletions],
             )
+            if updates:
+                # Sessions that cache the history notice appends and removals, not
+                # a row rewritten in place: this tells them.
+                note_rewrite(self._conn, messages, session_id)
             if self._stored(session_id) != stored_form(predicted):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "
@@ -442,9 +470,7 @@ def _stored_data(raw: bytes | None, kind: str) -> Any:
 def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
     data = _stored_data(raw, kind)
     if data is None:
-        return decode_text(row_id, None, None, f"message_data is {kind.upper()}, not text")
-    try:
-        text = data if isinstance(data, str) else data.decode("utf-8")
-    except UnicodeDecodeError:
-        return decode_text(row_id, data, None, "not valid UTF-8")
-    return decode_text(row_id, data, text)
+        return decode_text(row_id, None, f"message_data is {kind.upper()}, not text")
+    # Decoded from the bytes the session reads (TEXT and BLOB alike), kept as stored.
+    found = decode_text(row_id, bytes(raw) if raw is not None else None)
+    return dataclasses.replace(found, data=data)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from histcore.cli.doctor.check import SessionReport, StoreReport
 from histcore.cli.doctor.diagnose import AWAITING, UNIT_KINDS, Findings, Spot
 from histcore.cli.doctor.read import row_ids_text
+from histcore.cli.doctor.repair import Repair
 
-__all__ = ["render_json", "render_text"]
+__all__ = ["render_json", "render_text", "row_id_ranges"]
 
 _LABELS = {
     "invalid_json": ("row that is not valid JSON", "rows that are not valid JSON"),
@@ -64,11 +66,20 @@ def _describe(counts: dict[str, int]) -> str:
     return ", ".join(parts)
 
 
-def render_text(report: StoreReport) -> str:
-    """A header line, each session's findings (and with --fix what was done), a summary."""
-    lines = [f"histcore doctor: {report.path}: {len(report.sessions)} session(s) checked"]
+def render_text(report: StoreReport, quiet: bool = False) -> str:
+    """A header line, each session's findings (and with --fix what was done), a summary.
+
+    ``quiet``: problems only, no header and no clean session; nothing at all for a store
+    with none."""
+    lines = (
+        []
+        if quiet
+        else [f"histcore doctor: {report.path}: {len(report.sessions)} session(s) checked"]
+    )
     for entry in report.sessions:
         findings = entry.findings
+        if quiet and findings.clean and entry.fix in (None, "clean"):
+            continue
         found = _describe(findings.counts()) or "clean"
         info = _describe(findings.info())
         lines.append(
@@ -78,7 +89,8 @@ def render_text(report: StoreReport) -> str:
         lines += _detail_lines(findings)
         lines += _fix_lines(entry)
     lines += _without_session_lines(report.rows_without_session)
-    lines.append(_summary(report))
+    if lines or not quiet:
+        lines.append(_summary(report))
     return "\n".join(lines)
 
 
@@ -114,23 +126,37 @@ def _detail_lines(findings: Findings) -> list[str]:
     return lines
 
 
+def _steps(repair: Repair) -> str:
+    return ", ".join(
+        f"{count} {what}"
+        for count, what in (
+            (repair.deduped, "duplicate(s)"),
+            (repair.dropped_units, "in broken units"),
+            (repair.dropped_invalid, "invalid"),
+        )
+        if count
+    )
+
+
 def _fix_lines(entry: SessionReport) -> list[str]:
     lines = []
     repair = entry.repair
     if entry.fix == "fixed" and repair is not None:
-        steps = [
-            f"{count} {what}"
-            for count, what in (
-                (repair.deduped, "duplicate(s)"),
-                (repair.dropped_units, "in broken units"),
-                (repair.dropped_invalid, "invalid"),
-            )
-            if count
-        ]
         lines.append(
-            f"  fixed: {len(repair.deletions)} row(s) removed ({', '.join(steps)}), "
+            f"  fixed: {len(repair.deletions)} row(s) removed ({_steps(repair)}), "
             f"{len(repair.updates)} row(s) given their latest content"
         )
+    elif entry.fix == "planned" and repair is not None:
+        lines.append(
+            f"  --fix would remove {len(repair.deletions)} row(s) ({_steps(repair)}): "
+            f"row ids {row_id_ranges(repair.deletions)}"
+        )
+        if repair.updates:
+            rewritten = sorted(row_id for row_id, _, _ in repair.updates)
+            lines.append(
+                f"  --fix would give {len(rewritten)} row(s) their latest content: "
+                f"row ids {row_id_ranges(rewritten)}"
+            )
     elif entry.fix in ("skipped", "left"):
         lines.append("  not repaired, left untouched")
     if entry.reason:
@@ -138,6 +164,26 @@ def _fix_lines(entry: SessionReport) -> list[str]:
     if entry.after is not None and not entry.after.clean:
         lines.append(f"  left: {_describe(entry.after.counts())}")
     return lines
+
+
+def row_id_ranges(row_ids: Sequence[int]) -> str:
+    """Every one of ``row_ids`` (ascending), runs of consecutive ids as ``first-last``."""
+    parts: list[str] = []
+    start = previous = None
+    for row_id in row_ids:
+        if previous is not None and row_id == previous + 1:
+            previous = row_id
+            continue
+        if start is not None:
+            parts.append(_run(start, previous))
+        start = previous = row_id
+    if start is not None:
+        parts.append(_run(start, previous))
+    return ", ".join(parts)
+
+
+def _run(start: int, end: int | None) -> str:
+    return str(start) if end is None or end == start else f"{start}-{end}"
 
 
 def _without_session_lines(found: dict[str, list[int]]) -> list[str]:
@@ -151,19 +197,45 @@ def _without_session_lines(found: dict[str, list[int]]) -> list[str]:
     return ["rows outside any session (no session reads them; never changed): " + "; ".join(parts)]
 
 
+_SET_ASIDE = ("invalid_json", "not_item", "non_string_call_id")
+
+
 def _summary(report: StoreReport) -> str:
     troubled = sum(1 for entry in report.sessions if not entry.findings.clean)
     summary = f"{troubled} of {len(report.sessions)} session(s) with problems"
     stray = sum(len(row_ids) for row_ids in report.rows_without_session.values())
     if stray:
         summary += f", {stray} row(s) outside any session"
+    # Rows the rules cannot place (not JSON, not items, a call_id that is no string),
+    # which only --drop-invalid-rows deletes, and the problems a plain --fix repairs.
+    left = [entry.left for entry in report.sessions]
+    invalid = sum(counts[key] for counts in left for key in _SET_ASIDE)
+    other = any(count for counts in left for key, count in counts.items() if key not in _SET_ASIDE)
+    if report.dry_run:
+        planned = sum(1 for entry in report.sessions if entry.fix == "planned")
+        return summary + f"; --dry-run: {planned} would be repaired, nothing was changed"
     if report.fix:
         fixed = sum(1 for entry in report.sessions if entry.fix == "fixed")
         summary += f"; {fixed} repaired"
         if report.backup:
             summary += f"; backup written to {report.backup}"
-    elif troubled:
+        if invalid and not report.drop_invalid_rows:
+            summary += (
+                f"; {invalid} row(s) that are not valid JSON or not items are left: "
+                "--fix --drop-invalid-rows deletes them (the backup keeps them)"
+            )
+    elif other:
         summary += "; run with --fix to repair (a backup is written first)"
+        if invalid:
+            summary += (
+                f"; {invalid} row(s) that are not valid JSON or not items stay unless "
+                "--drop-invalid-rows is given too"
+            )
+    elif invalid:
+        summary += (
+            f"; {invalid} row(s) that are not valid JSON or not items: run with --fix "
+            "--drop-invalid-rows to delete them (a backup is written first)"
+        )
     return summary
 
 
@@ -172,6 +244,7 @@ def render_json(report: StoreReport) -> dict[str, Any]:
     return {
         "path": report.path,
         "fix": report.fix,
+        "dry_run": report.dry_run,
         "backup": report.backup,
         "exit_code": report.exit_code,
         "rows_without_session": report.rows_without_session,

@@ -1,0 +1,148 @@
+"""Tables of a SQLite store that point at its messages, kept consistent by a repair.
+
+The OpenAI Agents SDK's ``AdvancedSQLiteSession`` adds, next to the two tables every
+session store has, ``message_structure`` (one row per message and branch: its order in
+the branch, its user turn, its type and tool name; ``message_id`` refers to the
+messages table) and ``turn_usage`` (token usage per session, branch and user turn), and
+reads a session through them. A repair of such a store changes them with the messages,
+in the same transaction:
+
+* a deleted message loses its ``message_structure`` rows, and a turn left without any
+  row loses its ``turn_usage`` row (as the SDK's own ``pop_item`` does);
+* a message that takes a later row's content takes that row's ``message_type`` and
+  ``tool_name`` too.
+
+The doctor checks a session in id order, the order the SDK's ``get_items`` reads a
+branch in only while a session has one branch whose sequence follows the ids (branches
+share message rows). A store where that is not so is refused with one line naming
+``message_structure``; so is, for ``--fix``, a store with any other table whose foreign
+key refers to the messages table (the doctor cannot know what its rows mean).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["STRUCTURE", "USAGE", "Linked"]
+
+STRUCTURE = "message_structure"
+USAGE = "turn_usage"
+
+
+class Linked:
+    """What a store's other tables need from a repair; found when the store opens."""
+
+    def __init__(self, conn: sqlite3.Connection, messages: str, sessions: str) -> None:
+        self.structure = False
+        self.usage = False
+        #: tables whose foreign keys refer to the messages table, other than the SDK's
+        self.unknown: list[str] = []
+        names = [
+            str(name)
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        for table in names:
+            quoted = table.replace('"', '""')
+            for foreign in conn.execute(f'PRAGMA foreign_key_list("{quoted}")').fetchall():
+                if str(foreign[2]).lower() != messages.lower():
+                    continue
+                if table == STRUCTURE and foreign[3] == "message_id":
+                    self.structure = True
+                elif table not in self.unknown:
+                    self.unknown.append(table)
+        self.usage = self.structure and USAGE in names
+        self._messages = messages
+
+    @property
+    def tables(self) -> list[str]:
+        """The linked tables a backup holds (their rows of the sessions it saves)."""
+        return [STRUCTURE, *([USAGE] if self.usage else [])] if self.structure else []
+
+    def refusal(self, conn: sqlite3.Connection, writable: bool) -> str | None:
+        """Why the doctor cannot check (or with ``writable``, repair) this store."""
+        if writable and self.unknown:
+            return (
+                f"table {self.unknown[0]} refers to the messages table, and the doctor "
+                "cannot keep its rows consistent with a repair; nothing was changed"
+            )
+        if not self.structure:
+            return None
+        branched = conn.execute(
+            f"SELECT session_id, COUNT(DISTINCT branch_id) FROM {STRUCTURE} "
+            "GROUP BY session_id HAVING COUNT(DISTINCT branch_id) > 1 LIMIT 1"
+        ).fetchone()
+        if branched is not None:
+            return (
+                f"session {branched[0]!r} has {branched[1]} branches in {STRUCTURE} "
+                "(branches share message rows): the doctor checks sessions of one branch "
+                "only; nothing was changed"
+            )
+        unordered = conn.execute(
+            f"SELECT session_id FROM (SELECT session_id, message_id, LAG(message_id) OVER "
+            f"(PARTITION BY session_id ORDER BY sequence_number) AS previous FROM {STRUCTURE}) "
+            "WHERE previous >= message_id LIMIT 1"
+        ).fetchone()
+        if unordered is not None:
+            return (
+                f"session {unordered[0]!r}: its {STRUCTURE} order is not the order of its "
+                "message ids; nothing was changed"
+            )
+        return None
+
+    def still_one_branch(self, conn: sqlite3.Connection, session_id: str) -> bool:
+        """Whether the session still has one branch at most (checked under the write lock)."""
+        if not self.structure:
+            return True
+        found = conn.execute(
+            f"SELECT COUNT(DISTINCT branch_id) FROM {STRUCTURE} WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        return found is None or int(found[0]) <= 1
+
+    def repair(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        updates: Sequence[tuple[int, int, Any]],
+        deletions: Sequence[int],
+    ) -> None:
+        """The linked rows' part of a repair, before the messages themselves change."""
+        if not self.structure:
+            return
+        # Plain ``?`` placeholders only: Python 3.12.0-3.12.3 warn on numbered ones
+        # bound from a sequence.
+        source = (
+            f"(SELECT {{column}} FROM {STRUCTURE} WHERE session_id = ? AND message_id = ? "
+            "ORDER BY id LIMIT 1)"
+        )
+        conn.executemany(
+            f"UPDATE {STRUCTURE} SET message_type = {source.format(column='message_type')}, "
+            f"tool_name = {source.format(column='tool_name')} "
+            f"WHERE session_id = ? AND message_id = ? AND EXISTS (SELECT 1 FROM {STRUCTURE} "
+            "WHERE session_id = ? AND message_id = ?)",
+            [
+                (*(session_id, source_id) * 2, session_id, row_id, session_id, source_id)
+                for row_id, source_id, _ in updates
+            ],
+        )
+        turns: set[tuple[Any, Any]] = set()
+        for row_id in deletions:
+            found = conn.execute(
+                f"DELETE FROM {STRUCTURE} WHERE session_id = ? AND message_id = ? "
+                "RETURNING branch_id, user_turn_number",
+                (session_id, row_id),
+            ).fetchall()
+            turns.update((branch, turn) for branch, turn in found if turn is not None)
+        if not self.usage:
+            return
+        for branch, turn in sorted(turns, key=repr):
+            conn.execute(
+                f"DELETE FROM {USAGE} WHERE session_id = ? AND branch_id = ? "
+                f"AND user_turn_number = ? AND NOT EXISTS (SELECT 1 FROM {STRUCTURE} "
+                "WHERE session_id = ? AND branch_id = ? AND user_turn_number = ?)",
+                (session_id, branch, turn) * 2,
+            )
