@@ -5,17 +5,19 @@
 PYTHON ?= python
 BACKENDS ?= rust python
 
-.PHONY: help clean-so build-dev build-prod test test-rust test-python lint fmt bench vectors ci clean
+.PHONY: help clean-so build-dev build-prod test test-rust test-python lint fmt bench vectors ci ci-quick clean
 
 help:
 	@echo "build-dev    debug build of the Rust engine into the venv (maturin develop), with the extras"
 	@echo "build-prod   release build installed into the venv (what benchmarks need)"
 	@echo "test         the suite against the installed package, once per engine ($(BACKENDS))"
-	@echo "lint         cargo fmt/clippy, ruff, mypy --strict, the import-layer contract"
+	@echo "lint         what CI lints first (scripts/lint.sh): cargo fmt/clippy, ruff, mypy --strict,"
+	@echo "             the import-layer contract, function lengths"
 	@echo "fmt          apply cargo fmt and ruff format"
 	@echo "bench        histcore bench and the pytest-benchmark suites (release build first)"
 	@echo "vectors      cargo test and the pytest golden-vector tests"
 	@echo "ci           the whole CI run from scratch (bash .ci/run)"
+	@echo "ci-quick     lint, cargo test and both engines' suites on a debug build (bash .ci/run --quick)"
 
 # Stale extension modules from earlier editable builds could shadow the new one.
 clean-so:
@@ -36,18 +38,14 @@ test-rust:
 test-python:
 	HISTCORE_BACKEND=python PYTHON=$(PYTHON) scripts/test.sh
 
+# The same list as CI's lint stage (scripts/lint.sh). PYTHON needs the dev extra and
+# what mypy reads (the test, openai-agents and postgres extras): `make build-dev` installs them.
 lint:
-	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
-	$(PYTHON) -m ruff check python tests benches
-	$(PYTHON) -m ruff format --check python tests benches
-	$(PYTHON) -m mypy --strict
-	cd /tmp && $(dir $(shell command -v $(PYTHON)))lint-imports --config $(CURDIR)/pyproject.toml
-	$(PYTHON) scripts/function_lengths.py python/histcore tests benches scripts
+	PYTHON=$(PYTHON) bash scripts/lint.sh
 
 fmt:
 	cargo fmt
-	$(PYTHON) -m ruff format python tests benches
+	$(PYTHON) -m ruff format python tests benches scripts
 
 vectors:
 	cargo test
@@ -59,6 +57,9 @@ bench:
 
 ci:
 	bash .ci/run
+
+ci-quick:
+	bash .ci/run --quick
 
 clean: clean-so
 	rm -rf target dist

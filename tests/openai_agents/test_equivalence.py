@@ -748,7 +748,9 @@ def test_prepare_copies_a_plain_history_once_for_a_str_input(
     ]
     recipe = [("history", 0, None), ("history", 1, None), ("copy_history", 2, None)]
     recipe += [("mutate_history", 3, None), ("new", 0, None)]
-    strips = int("created_by" not in sdk_items.strip_internal_input_item_metadata({"created_by": 1}))
+    strips = int(
+        "created_by" not in sdk_items.strip_internal_input_item_metadata({"created_by": 1})
+    )
     cases = [
         (plain, "hi", None, 0),
         (plain, "hi", "preserve", 0),

@@ -326,7 +326,9 @@ async def test_model_errors_propagate(mode: str) -> None:
     [
         ([function_call("nope", {}, "c1")], "tool 'nope', which agent 'assistant' does not have"),
         ([{"type": "function_call", "name": "add", "arguments": "{}"}], "needs a string 'call_id'"),
-        (["not an item"], r"output\[0\] is a str"),
+        (["not an item"], r"output\[0\] is a str,"),
+        ([7], r"output\[0\] is an int,"),
+        ([{"type": "apply_patch_call", "call_id": "p1"}], "an 'apply_patch_call' without"),
         ([{"type": "shell_call", "call_id": "s1"}], "'shell_call' without its output"),
     ],
 )
@@ -362,7 +364,8 @@ async def test_model_returning_something_else_is_an_error() -> None:
     [
         ([{"type": "x"}], "ended without a ModelResponse"),
         ([ModelResponse([]), {"type": "late"}], "after its ModelResponse"),
-        ([42], "yielded a int"),
+        ([42], "yielded an int;"),
+        ([object()], "yielded an object;"),
     ],
 )
 async def test_stream_protocol_violations(events: list[Any], message: str) -> None:
@@ -430,7 +433,9 @@ def test_run_streamed_needs_a_running_loop() -> None:
     [
         (lambda agent: Runner.run("agent", "hi"), "agent must be an Agent"),  # type: ignore[arg-type]
         (lambda agent: Runner.run(agent, 42), "input must be a str, a list of items or a RunState"),  # type: ignore[arg-type]
-        (lambda agent: Runner.run(agent, [1]), r"input\[0\] is a int"),
+        (lambda agent: Runner.run(agent, [1]), r"input\[0\] is an int,"),
+        (lambda agent: Runner.run(agent, [object()]), r"input\[0\] is an object,"),
+        (lambda agent: Runner.run(agent, ["hi"]), r"input\[0\] is a str,"),
         (lambda agent: Runner.run(agent, "hi", max_turns=0), "max_turns must be a positive int"),
         (lambda agent: Runner.run(agent, "hi", run_config={}), "run_config must be a RunConfig"),  # type: ignore[arg-type]
         (
@@ -451,6 +456,12 @@ def test_agent_checks_its_fields() -> None:
         Agent("")
     with pytest.raises(UserError, match="decorate the function with @function_tool"):
         Agent("a", tools=[len])  # type: ignore[list-item]
+    with pytest.raises(UserError, match=r"tools\[0\] is a builtin_function_or_method, not"):
+        Agent("a", tools=[len])  # type: ignore[list-item]
+    with pytest.raises(UserError, match=r"tools\[0\] is an int, not a FunctionTool"):
+        Agent("a", tools=[1])  # type: ignore[list-item]
+    with pytest.raises(UserError, match=r"tools\[1\] is an object, not a FunctionTool"):
+        Agent("a", tools=[add, object()])  # type: ignore[list-item]
     with pytest.raises(UserError, match="two tools are named 'add'"):
         Agent("a", tools=[add, add])
     with pytest.raises(UserError, match="model must be a Model"):

@@ -455,9 +455,6 @@ def test_only_known_fields_anywhere_in_the_format_but_items_keep_theirs() -> Non
 
 # --- the fault suite ---------------------------------------------------------------------
 
-#: How the fuzz cases ended, over the whole module (printed with -s).
-OUTCOMES: Counter[str] = Counter()
-
 
 def huge() -> int:
     return 10 ** (sys.get_int_max_str_digits() + 10)
@@ -604,9 +601,12 @@ def _run_cases(kind: str, cases: Iterator[tuple[str, Callable[[], RunState]]]) -
         counts[outcome if outcome in ("clean", "RunStateError") else "other"] += 1
         if outcome not in ("clean", "RunStateError"):
             failures.append(f"{name}: {outcome}")
-    OUTCOMES.update({f"{kind}: {key}": n for key, n in counts.items()})
     print(f"\n{kind}: {sum(counts.values())} cases, {dict(counts)}")
     assert not failures, f"{len(failures)} cases ended otherwise:\n" + "\n".join(failures[:30])
+    # Each kind of damage is refused somewhere and harmless somewhere else: a kind whose
+    # cases all load, or all fail, damages nothing or everything, and proves little.
+    assert counts["clean"], f"{kind}: {dict(counts)}"
+    assert counts["RunStateError"], f"{kind}: {dict(counts)}"
 
 
 BASES: list[tuple[str, Callable[[], RunState]]] = [
@@ -748,19 +748,4 @@ def test_any_value_anywhere(where: tuple[Any, ...], value: Any, as_text: bool) -
             return RunState.from_json(AGENT, data)
 
     outcome = _outcome(load)
-    OUTCOMES[f"hypothesis: {outcome if outcome in ('clean', 'RunStateError') else 'other'}"] += 1
     assert outcome in ("clean", "RunStateError"), f"{where} = {value!r}: {outcome}"
-
-
-def test_zz_summary() -> None:
-    """The counts of the whole module (run last by name order within the file)."""
-    total = sum(OUTCOMES.values())
-    clean = sum(n for key, n in OUTCOMES.items() if key.endswith(": clean"))
-    errors = sum(n for key, n in OUTCOMES.items() if key.endswith(": RunStateError"))
-    other = sum(n for key, n in OUTCOMES.items() if key.endswith(": other"))
-    print(
-        f"\nfault suite: {total} cases, {clean} clean loads, {errors} RunStateErrors, {other} other"
-    )
-    for key in sorted(OUTCOMES):
-        print(f"  {key}: {OUTCOMES[key]}")
-    assert other == 0

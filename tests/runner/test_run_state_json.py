@@ -167,7 +167,7 @@ MALFORMED = [
     ),
     (
         _set(("generated_items", 0, "extra"), Opaque()),
-        "'generated_items[0].extra': a Opaque is not JSON data",
+        "'generated_items[0].extra': an Opaque is not JSON data",
     ),
     (_set(("model_responses", 0), []), "'model_responses[0]': expected an object"),
     (_set(("model_responses", 0, "usage", "requests"), -1), "usage.requests': must be at least 0"),

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
 
 from histcore.engine.backend import engine
+from histcore.engine.wording import with_article
 
 __all__ = [
     "NULL",
@@ -26,12 +28,28 @@ __all__ = [
     "loads_as_json",
     "loads_exact",
     "loads_with_fallback",
+    "surrogate_pair",
 ]
 
 #: What orjson writes for a non-finite float: only a text holding it may have lost one.
 NULL = b"null"
 
 long_integer_candidates = engine.long_integer_candidates
+
+# A high and a low surrogate as two str characters: JSON text holds them only as the
+# escapes of the one character they encode together, and reads them back as that.
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def surrogate_pair(text: str) -> str | None:
+    """The first high and low surrogate that stand as two characters in ``text``
+    (``"\\ud83d\\ude00"``), or None. No JSON text reads back as such a str: the
+    escapes of the pair read as the one character they encode (``"😀"``), while a lone
+    surrogate's escape reads back as itself. ``text`` must be an exact str."""
+    if text.isascii():
+        return None
+    pair = _SURROGATE_PAIR.search(text)
+    return None if pair is None else pair.group()
 
 
 def has_non_finite(value: Any) -> bool:
@@ -108,17 +126,21 @@ def loads_as_json(data: str | bytes) -> Any:
 
 def kind_of(value: Any) -> str:
     """How an error message names the JSON kind of ``value`` ("a string", "null", "an
-    array" for a list or tuple; "a datetime" for what JSON has no kind for)."""
+    array" for a list or tuple; "a datetime" for what JSON has no kind for).
+
+    Asks only ``type(value)``, never the value (``isinstance`` would ask an object's
+    ``__class__``, which may be anything)."""
+    kind = type(value)
     if value is None:
         return "null"
-    if isinstance(value, bool):
+    if issubclass(kind, bool):
         return "a boolean"
-    if isinstance(value, (int, float)):
+    if issubclass(kind, (int, float)):
         return "a number"
-    if isinstance(value, str):
+    if issubclass(kind, str):
         return "a string"
-    if isinstance(value, (list, tuple)):
+    if issubclass(kind, (list, tuple)):
         return "an array"
-    if isinstance(value, dict):
+    if issubclass(kind, dict):
         return "an object"
-    return f"a {type(value).__name__}"
+    return with_article(kind.__name__)

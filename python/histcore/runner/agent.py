@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from histcore.engine.wording import a_type_name
 from histcore.exceptions import UserError
 from histcore.runner.models.interface import Model
 from histcore.runner.tool import FunctionTool
@@ -46,7 +47,7 @@ class Agent:
         for index, tool in enumerate(self.tools):
             if not isinstance(tool, FunctionTool):
                 raise UserError(
-                    f"Agent {self.name!r}: tools[{index}] is a {type(tool).__name__}, "
+                    f"Agent {self.name!r}: tools[{index}] is {a_type_name(tool)}, "
                     "not a FunctionTool (decorate the function with @function_tool)"
                 )
             if tool.name in seen:

@@ -32,12 +32,14 @@ from typing import Any
 from histcore._cancellation import gather_all, to_the_end
 from histcore.engine.collector import collector_paused
 from histcore.engine.items import (
+    MAX_DEPTH,
     deduplicate_input_items_preferring_latest,
     deep_copy_items,
     repair_input,
 )
 from histcore.engine.pairing import pair_key, tool_role
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
+from histcore.engine.wording import a_type_name, with_article
 from histcore.exceptions import MaxTurnsExceeded, ModelBehaviorError, UserError
 from histcore.runner.agent import Agent
 from histcore.runner.models.interface import Model, ModelResponse
@@ -273,20 +275,25 @@ class _RunLoop:
 
     async def _prepare_input(self, fresh: str | list[Any]) -> None:
         """The first turn's input from the session history and the new input."""
-        model_input, to_persist = await prepare_input_with_session(
-            fresh,
-            self.session,
-            self.config.session_input_callback,
-            self.config.session_settings,
-        )
+        try:
+            model_input, to_persist = await prepare_input_with_session(
+                fresh,
+                self.session,
+                self.config.session_input_callback,
+                self.config.session_settings,
+            )
+        except ValueError:  # the engine's copy of the new input, if an item is too deep
+            position = None if isinstance(fresh, str) else _first_too_deep(fresh)
+            if position is None:
+                raise
+            raise _too_deep_error("input", position) from None
         # prepare_input_with_session returns fresh objects shared with nothing (not
         # the store, not the caller's input): the run adopts them uncopied.
         if not _all_plain_dicts(model_input):
             for index, item in enumerate(model_input):
                 if not isinstance(item, dict):
                     raise UserError(
-                        f"prepared session input[{index}] is a {type(item).__name__}, "
-                        "not an item dict"
+                        f"prepared session input[{index}] is {a_type_name(item)}, not an item dict"
                     )
         self.record.set_original_input(model_input)
         self.unsaved_input = to_persist
@@ -348,7 +355,7 @@ class _RunLoop:
             response = await self._stream_model(model_input, instructions)
         if not isinstance(response, ModelResponse):
             raise ModelBehaviorError(
-                f"the model returned a {type(response).__name__}, not a ModelResponse"
+                f"the model returned {a_type_name(response)}, not a ModelResponse"
             )
         return response
 
@@ -371,7 +378,7 @@ class _RunLoop:
                     self._emit(RawResponsesStreamEvent(event))
                 else:
                     raise ModelBehaviorError(
-                        f"stream_response yielded a {type(event).__name__}; expected dict "
+                        f"stream_response yielded {a_type_name(event)}; expected dict "
                         "events and a final ModelResponse"
                     )
         finally:
@@ -389,7 +396,7 @@ class _RunLoop:
         for index, item in enumerate(output):
             if not isinstance(item, dict):
                 raise ModelBehaviorError(
-                    f"model output[{index}] is a {type(item).__name__}, not an item dict"
+                    f"model output[{index}] is {a_type_name(item)}, not an item dict"
                 )
             if item.get("type") == "function_call":
                 for key in ("name", "call_id", "arguments"):
@@ -411,8 +418,9 @@ class _RunLoop:
             foreign = isinstance(kind, str) and kind in CALL_TO_OUTPUT_TYPE
             foreign = foreign and kind != "function_call"
             if foreign and (tool_role(item) != "call" or pair_key(item) not in answered):
+                what = with_article(repr(item["type"]))
                 raise ModelBehaviorError(
-                    f"model output[{index}] is a {item['type']!r} without its output; "
+                    f"model output[{index}] is {what} without its output; "
                     "histcore runs function tools only"
                 )
         for item in output:
@@ -556,10 +564,36 @@ def _own_items(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
             elif hasattr(item, "model_dump"):
                 dumped.append(item.model_dump(exclude_unset=True))
             else:
-                raise UserError(f"{where}[{index}] is a {type(item).__name__}, not an item dict")
-    with collector_paused():  # a bulk copy of acyclic JSON trees
-        copies: list[dict[str, Any]] = deep_copy_items(dumped)
+                raise UserError(f"{where}[{index}] is {a_type_name(item)}, not an item dict")
+    try:
+        with collector_paused():  # a bulk copy of acyclic JSON trees
+            copies: list[dict[str, Any]] = deep_copy_items(dumped)
+    except ValueError:  # an item nested too deep (or holding itself)
+        position = _first_too_deep(dumped)
+        if position is None:
+            raise
+        raise _too_deep_error(where, position) from None
     return copies
+
+
+def _first_too_deep(items: Sequence[Any]) -> int | None:
+    """The position of the first item the engine refuses to copy (nested deeper than
+    ``MAX_DEPTH``, or holding itself), or None. Models are read via ``model_dump``.
+    Only called once a copy of ``items`` failed."""
+    for position, item in enumerate(items):
+        dump = None if isinstance(item, dict) else getattr(item, "model_dump", None)
+        try:
+            deep_copy_items([dump(exclude_unset=True) if callable(dump) else item])
+        except ValueError:
+            return position
+    return None
+
+
+def _too_deep_error(where: str, position: int) -> UserError:
+    return UserError(
+        f"{where}[{position}] is nested deeper than {MAX_DEPTH} levels, or holds itself: "
+        f"an item nests at most {MAX_DEPTH} containers (dicts and lists, itself counted)"
+    )
 
 
 def _call_output(call_id: str, text: str) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from histcore.engine import exact_json as _json
 from histcore.engine.collector import collector_paused
-from histcore.engine.exact_json import kind_of
 from histcore.engine.items import deep_copy_items
 from histcore.exceptions import RunStateError, UserError
 from histcore.runner.models.interface import ModelResponse
 from histcore.runner.run_state_json import (
     SCHEMA_VERSION,
+    kind_name,
     parse,
     state_data,
     state_fields,
@@ -235,10 +235,12 @@ class RunState:
         written: a value JSON cannot hold exactly raises ``RunStateError`` naming the
         field. For a value of a type JSON has no form for (a ``datetime``, ``UUID``,
         ``Decimal``, set, bytes, a plain ``Enum`` member, a dataclass, a non-str dict
-        key, any other object) that error is also a ``TypeError``; non-finite floats
-        and integers too long to write as text are value errors. Tuples are written
-        as arrays, and subclasses of str, int and float (``str`` and ``int`` enums) as
-        their plain value, as ``json`` writes them.
+        key, any other object) that error is also a ``TypeError``; non-finite floats,
+        integers too long to write as text, and strings holding a surrogate pair as
+        two characters (``"\\ud83d\\ude00"``, which JSON text would read back as the
+        one character ``"😀"``) are value errors. Tuples are written as arrays, and
+        subclasses of str, int and float (``str`` and ``int`` enums) as their plain
+        value, as ``json`` writes them.
         """
         with collector_paused():
             return state_data(self)
@@ -253,7 +255,7 @@ class RunState:
     def from_string(cls, agent: Agent, text: str | bytes) -> RunState:
         """Load a state written by ``to_string`` for ``agent`` (see ``from_json``);
         text that is not JSON raises ``RunStateError``."""
-        if not isinstance(text, (str, bytes, bytearray)):
+        if not issubclass(type(text), (str, bytes, bytearray)):
             raise RunStateError(f"RunState text must be a str, not {type(text).__name__}")
         with collector_paused():
             data = parse(text)
@@ -269,6 +271,13 @@ class RunState:
         agent lacks) raises ``RunStateError`` naming the field, and nothing else is
         ever raised for any ``data``. The new state shares nothing with ``data``.
 
+        ``data`` is JSON data: exact dicts, lists, strs, ints, floats, bools and None,
+        and nothing ``to_json`` refuses. No method of a value's class is ever called:
+        a dict or list subclass is refused wherever it stands, and so is any other
+        subclass among the format's own values; inside items (and a string
+        ``original_input``) tuples are read as arrays and subclasses of str, int and
+        float as their plain values, as ``to_json`` writes them.
+
         One rule for fields: the objects of the format itself (the top level,
         ``agent``, each entry of ``model_responses`` and its ``usage``, each decision
         in ``approvals``) hold exactly their fields, so an unknown or misspelt one is
@@ -280,8 +289,8 @@ class RunState:
 
         if not isinstance(agent, Agent):
             raise UserError(f"from_json() needs the Agent to resume, not {type(agent).__name__}")
-        if not isinstance(data, dict):
-            raise RunStateError(f"RunState JSON must be an object, not {kind_of(data)}")
+        if type(data) is not dict:
+            raise RunStateError(f"RunState JSON must be an object, not {kind_name(data)}")
         with collector_paused():
             return cls(**state_fields(agent, data))
 

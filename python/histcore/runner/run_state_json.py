@@ -1,6 +1,13 @@
 """The JSON form of a ``RunState``: what ``to_json`` writes (values JSON holds exactly,
 or an error naming the field) and what ``from_json`` checks and reads back (every field,
 or a ``RunStateError`` naming the first wrong one).
+
+``from_json`` reads data it cannot trust without running any of its code: it looks at
+``type(value)`` (never ``isinstance``, which asks an object's ``__class__``), walks only
+exact dicts and lists (a subclass may override lookup and iteration), and reads the
+subclasses of str, int and float that items may hold through the base class's own
+methods (``str.__str__``, ``int.__index__``, ``float.__float__``), so no method of a
+value's class is ever called.
 """
 
 from __future__ import annotations
@@ -11,8 +18,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from histcore.engine import exact_json as _json
-from histcore.engine.exact_json import kind_of
+from histcore.engine.exact_json import kind_of, surrogate_pair
 from histcore.engine.items import MAX_DEPTH
+from histcore.engine.wording import a_type_name, with_article
 from histcore.exceptions import RunStateError
 from histcore.runner.models.interface import ModelResponse, Usage
 from histcore.runner.tool import ApprovalDecision, ToolApprovalItem
@@ -21,7 +29,7 @@ if TYPE_CHECKING:
     from histcore.runner.agent import Agent
     from histcore.runner.run_state import RunState
 
-__all__ = ["SCHEMA_VERSION", "StateFields", "parse", "state_data", "state_fields"]
+__all__ = ["SCHEMA_VERSION", "StateFields", "kind_name", "parse", "state_data", "state_fields"]
 
 #: Version of the JSON written by ``RunState.to_json``; ``from_json`` reads only this.
 SCHEMA_VERSION = 1
@@ -88,22 +96,23 @@ def state_data(state: RunState) -> dict[str, Any]:
 
 def state_fields(agent: Agent, data: dict[str, Any]) -> StateFields:
     """The checked fields of JSON data for ``agent`` (see ``RunState.from_json``)."""
+    _check_keys(data, None)
     _check_version(data)
     _check_fields(data, _FIELDS, None)
     agent_data = data["agent"]
-    if not isinstance(agent_data, dict) or not isinstance(agent_data.get("name"), str):
+    if type(agent_data) is not dict:
         raise _field_error("agent", "expected an object with a string 'name'")
     _check_fields(agent_data, ("name",), "agent")
-    if agent_data["name"] != agent.name:
+    name = _load_str(agent_data["name"], "agent.name")
+    if name != agent.name:
         raise _field_error(
-            "agent.name",
-            f"the state belongs to agent {_show(agent_data['name'])}, not {agent.name!r}",
+            "agent.name", f"the state belongs to agent {_show(name)}, not {agent.name!r}"
         )
 
     raw_input = data["original_input"]
     original_input: str | tuple[dict[str, Any], ...] = (
-        str.__str__(raw_input)
-        if isinstance(raw_input, str)
+        _text(str.__str__(raw_input), "original_input")
+        if issubclass(type(raw_input), str)  # the caller's text: a subclass is read as str
         else _load_items(raw_input, "original_input")
     )
     generated = _load_items(data["generated_items"], "generated_items")
@@ -149,37 +158,104 @@ def parse(text: str | bytes | bytearray) -> Any:
 
     orjson reads the usual text; what it refuses goes to ``json`` (with NaN and
     Infinity tokens refused, as orjson does): ``to_string`` writes a lone surrogate
-    as a ``\\udcxx`` escape, which only ``json`` reads back.
+    as a ``\\udcxx`` escape, which only ``json`` reads back. A subclass of str, bytes
+    or bytearray is read as its plain text, without calling its methods.
     """
-    if isinstance(text, bytearray):
-        text = bytes(text)
     try:
-        return _json.loads_with_fallback(text)
+        return _json.loads_with_fallback(_plain_text(text))
     except RecursionError:
         raise RunStateError("RunState text is not valid JSON: nested too deeply") from None
     except ValueError as exc:
         raise RunStateError(f"RunState text is not valid JSON: {exc}") from None
 
 
+def _plain_text(text: Any) -> str | bytes:
+    """``text`` (a str, bytes or bytearray, or a subclass of one) as an exact str or
+    bytes, read by the base class's own methods."""
+    kind = type(text)
+    if kind is str or kind is bytes:
+        plain: str | bytes = text
+    elif issubclass(kind, str):
+        plain = str.__str__(text)
+    elif issubclass(kind, bytes):
+        plain = bytes.__getitem__(text, slice(None))
+    else:
+        plain = bytes(bytearray.copy(text))
+    return plain
+
+
 def _show(value: Any) -> str:
-    """``repr(value)`` for an error message, whatever the value (an integer too long
-    for ``repr`` included), cut to a readable length."""
-    if isinstance(value, int) and _long_int_problem(value) is not None:
-        return f"an integer of {value.bit_length()} bits"
-    if not isinstance(value, (str, int, float)) and value is not None:
-        return f"a {type(value).__name__}"
-    text = repr(value)
+    """The ``repr`` of a plain value for an error message, whatever the value (an
+    integer too long for ``repr`` included), cut to a readable length; a subclass of
+    str, int or float is shown as its plain value, anything else by its type."""
+    kind = type(value)
+    if issubclass(kind, bool) or value is None:
+        text = repr(value)
+    elif issubclass(kind, int):
+        number = int.__index__(value)
+        if _long_int_problem(number) is not None:
+            return f"an integer of {number.bit_length()} bits"
+        text = repr(number)
+    elif issubclass(kind, str):
+        text = repr(str.__str__(value))
+    elif issubclass(kind, float):
+        text = repr(float.__float__(value))
+    else:
+        return a_type_name(value)
     return text if len(text) <= 80 else f"{text[:77]}..."
 
 
+_BUILTINS = (bool, int, float, str, list, tuple, dict)
+
+
+def kind_name(value: Any) -> str:
+    """``kind_of(value)``, naming the class of a subclass of a builtin ("an EqInt (an
+    int subclass)"), which ``from_json`` refuses where the format has its own values."""
+    kind = type(value)
+    if kind in _BUILTINS or value is None:
+        return kind_of(value)
+    for base in _BUILTINS:
+        if issubclass(kind, base):
+            return f"{a_type_name(value)} ({with_article(base.__name__)} subclass)"
+    return kind_of(value)
+
+
+def _text(value: str, path: str) -> str:
+    """``value`` (an exact str), unless JSON text cannot hold it (a surrogate pair as
+    two characters, which would read back as the one character they encode)."""
+    pair = surrogate_pair(value)
+    if pair is not None:
+        raise _field_error(
+            path,
+            f"holds a surrogate pair as two characters ({pair!r}): JSON text holds them "
+            "only as the escapes of the one character they encode, and reads them back "
+            "as that character",
+        )
+    return value
+
+
+def _load_str(value: Any, path: str) -> str:
+    """A string of the format itself: an exact str JSON text can hold."""
+    if type(value) is not str:
+        raise _field_error(path, f"expected a string, got {kind_name(value)}")
+    return _text(value, path)
+
+
+def _optional_str(value: Any, path: str) -> str | None:
+    if value is not None and type(value) is not str:
+        raise _field_error(path, f"expected a string or null, got {kind_name(value)}")
+    return None if value is None else _text(value, path)
+
+
 def _check_version(data: dict[str, Any]) -> None:
+    """``data`` (an exact dict whose keys ``_check_keys`` checked) is of this version."""
     if "$schemaVersion" not in data:
         raise _field_error(
             "$schemaVersion", "missing (not a RunState, or written before versioning)"
         )
     version = data["$schemaVersion"]
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise _field_error("$schemaVersion", f"expected an integer, got {kind_of(version)}")
+    if type(version) is not int:
+        raise _field_error("$schemaVersion", f"expected an integer, got {kind_name(version)}")
     if version > SCHEMA_VERSION:
         raise _field_error(
             "$schemaVersion",
@@ -190,20 +266,33 @@ def _check_version(data: dict[str, Any]) -> None:
         raise _field_error("$schemaVersion", f"unsupported version {_show(version)}")
 
 
+def _where(path: str | None, name: str) -> str:
+    return name if path is None else f"{path}.{name}"
+
+
+def _check_keys(data: dict[Any, Any], path: str | None) -> None:
+    """Every key of ``data`` (an exact dict) is an exact str: the keys of the format's
+    objects are its field names. Runs first, so that looking a field up compares
+    exact strs only (a key of another class would have its ``__eq__`` called)."""
+    for key in data:  # iterating an exact dict calls no method of its keys
+        if type(key) is not str:
+            name = str.__str__(key) if issubclass(type(key), str) else _show(key)
+            raise _field_error(
+                _where(path, name), f"unknown field (its key is {kind_name(key)}, not a string)"
+            )
+
+
 def _check_fields(data: dict[Any, Any], fields: tuple[str, ...], path: str | None) -> None:
-    """``data`` holds exactly ``fields``: the first missing, then the first unknown,
-    is an error naming it (under ``path``)."""
-
-    def where(name: str) -> str:
-        return name if path is None else f"{path}.{name}"
-
+    """``data`` (an exact dict) holds exactly ``fields``: a key that is no exact str,
+    then the first missing field, then the first unknown, is an error naming it
+    (under ``path``)."""
+    _check_keys(data, path)
     for name in fields:
         if name not in data:
-            raise _field_error(where(name), "missing")
+            raise _field_error(_where(path, name), "missing")
     unknown = [key for key in data if key not in fields]
     if unknown:
-        names = sorted(key if isinstance(key, str) else _show(key) for key in unknown)
-        raise _field_error(where(names[0]), "unknown field")
+        raise _field_error(_where(path, min(unknown)), "unknown field")
 
 
 def _long_int_problem(value: int) -> str | None:
@@ -223,10 +312,14 @@ def _long_int_problem(value: int) -> str | None:
 
 
 def _json_data(value: Any, path: str, depth: int = 0) -> Any:  # noqa: C901 (one flat branch per JSON kind)
-    """A new JSON-data copy of ``value`` (tuples become lists); raises naming ``path``
-    for anything JSON cannot represent exactly."""
+    """A new JSON-data copy of ``value`` (tuples become lists, subclasses of str, int
+    and float their plain values, read without calling their methods); raises naming
+    ``path`` for anything JSON cannot represent exactly, a dict or list subclass
+    included."""
     kind = type(value)
-    if kind is str or kind is bool or value is None:
+    if kind is str:
+        return value if value.isascii() else _text(value, path)
+    if kind is bool or value is None:
         return value
     if kind is int:
         problem = None if -(2**63) <= value < 2**64 else _long_int_problem(value)
@@ -243,9 +336,11 @@ def _json_data(value: Any, path: str, depth: int = 0) -> Any:  # noqa: C901 (one
         out: dict[str, Any] = {}
         for key, member in value.items():
             if type(key) is not str:
-                if not isinstance(key, str):
+                if not issubclass(type(key), str):
                     raise _type_error(path, f"key {_show(key)} is not a string")
                 key = str.__str__(key)
+            if not key.isascii():
+                _text(key, f"{path}.{key}")
             out[key] = _json_data(member, f"{path}.{key}", depth + 1)
         if len(out) != len(value):  # str subclass keys equal to others as plain str
             raise _field_error(path, "two keys are the same string")
@@ -256,19 +351,20 @@ def _json_data(value: Any, path: str, depth: int = 0) -> Any:  # noqa: C901 (one
         return [_json_data(member, f"{path}[{i}]", depth + 1) for i, member in enumerate(value)]
     # Subclasses of the JSON scalars (str/int enums and the like) keep their plain
     # value, as ``json`` writes them; a plain Enum member is no JSON scalar.
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if issubclass(kind, str):
+        return _json_data(str.__str__(value), path, depth)
+    if issubclass(kind, int):  # bool is final: a subclass of int here is no bool
         return _json_data(int.__index__(value), path, depth)
-    if isinstance(value, float):
+    if issubclass(kind, float):
         return _json_data(float.__float__(value), path, depth)
-    raise _type_error(path, f"{kind_of(value)} is not JSON data")
+    raise _type_error(path, f"{kind_name(value)} is not JSON data")
 
 
 def _sequence(value: Any, path: str) -> list[Any] | tuple[Any, ...]:
-    if not isinstance(value, (list, tuple)):
-        raise _type_error(path, f"expected an array, got {kind_of(value)}")
-    return value
+    if not issubclass(type(value), (list, tuple)):
+        raise _type_error(path, f"expected an array, got {kind_name(value)}")
+    sequence: list[Any] | tuple[Any, ...] = value
+    return sequence
 
 
 def _array_data(value: Any, path: str) -> list[Any]:
@@ -277,21 +373,21 @@ def _array_data(value: Any, path: str) -> list[Any]:
 
 
 def _str_data(value: Any, path: str) -> str:
-    if not isinstance(value, str):
+    if not issubclass(type(value), str):
         raise _type_error(path, f"expected a string, got {kind_of(value)}")
-    return str.__str__(value)
+    return _text(str.__str__(value), path)
 
 
 def _optional_str_data(value: Any, path: str) -> str | None:
-    if value is not None and not isinstance(value, str):
+    if value is not None and not issubclass(type(value), str):
         raise _type_error(path, f"expected a string or null, got {kind_of(value)}")
-    return None if value is None else str.__str__(value)
+    return None if value is None else _text(str.__str__(value), path)
 
 
 def _int_data(value: Any, path: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if issubclass(type(value), bool) or not issubclass(type(value), int):
         raise _type_error(path, f"expected an integer, got {kind_of(value)}")
-    return _load_int(value, path, minimum=minimum)
+    return _load_int(int.__index__(value), path, minimum=minimum)
 
 
 def _response_data(response: Any, path: str) -> dict[str, Any]:
@@ -318,8 +414,11 @@ def _raw_item(item: Any, index: int) -> Any:
 def _approvals_data(approvals: Mapping[str, ApprovalDecision]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for call_id, decision in approvals.items():
-        key = _str_data(call_id, "approvals")
+        if not issubclass(type(call_id), str):
+            raise _type_error("approvals", f"key {_show(call_id)} is not a string")
+        key = str.__str__(call_id)
         path = f"approvals.{key}"
+        _text(key, path)
         if not isinstance(decision, ApprovalDecision) or type(decision.approved) is not bool:
             raise _type_error(path, "expected an ApprovalDecision")
         data[key] = {
@@ -355,28 +454,36 @@ def _check_loadable(data: dict[str, Any]) -> None:
 
 
 def _check_item(value: Any, path: str) -> None:
-    if not isinstance(value, dict):
-        raise _field_error(path, f"expected an object, got {kind_of(value)}")
-    if not isinstance(value.get("type"), str) and not isinstance(value.get("role"), str):
+    """``value`` is an item: a dict with a string type or role (on JSON data, where
+    looking up a key calls no code of its keys)."""
+    if type(value) is not dict:
+        raise _field_error(path, f"expected an object, got {kind_name(value)}")
+    if type(value.get("type")) is not str and type(value.get("role")) is not str:
         raise _field_error(path, "an item needs a string 'type' or 'role'")
 
 
 def _load_item(value: Any, path: str) -> dict[str, Any]:
-    _check_item(value, path)
+    """A JSON-data copy of an item, checked on the copy (exact dicts and strs, so
+    that looking its keys up calls none of the data's own methods)."""
+    if type(value) is not dict:
+        raise _field_error(path, f"expected an object, got {kind_name(value)}")
     item: dict[str, Any] = _json_data(value, path)
+    _check_item(item, path)
     return item
 
 
 def _load_items(value: Any, path: str) -> tuple[dict[str, Any], ...]:
-    if not isinstance(value, list):
-        raise _field_error(path, f"expected an array, got {kind_of(value)}")
+    if type(value) is not list:
+        raise _field_error(path, f"expected an array, got {kind_name(value)}")
     return tuple(_load_item(item, f"{path}[{index}]") for index, item in enumerate(value))
 
 
 def _load_int(value: Any, path: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _field_error(path, f"expected an integer, got {kind_of(value)}")
-    number = int.__index__(value)
+    """A count of the format itself: an exact int (JSON data, or what ``_int_data``
+    read) of at least ``minimum``."""
+    if type(value) is not int:
+        raise _field_error(path, f"expected an integer, got {kind_name(value)}")
+    number: int = value
     if number < minimum:
         raise _field_error(path, f"must be at least {minimum}, got {_show(number)}")
     problem = _long_int_problem(number)
@@ -386,34 +493,26 @@ def _load_int(value: Any, path: str, *, minimum: int) -> int:
 
 
 def _load_responses(value: Any) -> tuple[ModelResponse, ...]:
-    if not isinstance(value, list):
-        raise _field_error("model_responses", f"expected an array, got {kind_of(value)}")
+    if type(value) is not list:
+        raise _field_error("model_responses", f"expected an array, got {kind_name(value)}")
     responses: list[ModelResponse] = []
     for index, entry in enumerate(value):
         path = f"model_responses[{index}]"
-        if not isinstance(entry, dict):
-            raise _field_error(path, f"expected an object, got {kind_of(entry)}")
+        if type(entry) is not dict:
+            raise _field_error(path, f"expected an object, got {kind_name(entry)}")
         _check_fields(entry, _RESPONSE_FIELDS, path)
         usage = entry["usage"]
-        if not isinstance(usage, dict):
-            raise _field_error(f"{path}.usage", f"expected an object, got {kind_of(usage)}")
+        if type(usage) is not dict:
+            raise _field_error(f"{path}.usage", f"expected an object, got {kind_name(usage)}")
         _check_fields(usage, _USAGE_FIELDS, f"{path}.usage")
         counts = {
             name: _load_int(usage[name], f"{path}.usage.{name}", minimum=0)
             for name in _USAGE_FIELDS
         }
-        response_id = entry["response_id"]
-        if response_id is not None and not isinstance(response_id, str):
-            raise _field_error(
-                f"{path}.response_id", f"expected a string or null, got {kind_of(response_id)}"
-            )
+        response_id = _optional_str(entry["response_id"], f"{path}.response_id")
         output = list(_load_items(entry["output"], f"{path}.output"))
         responses.append(
-            ModelResponse(
-                output=output,
-                usage=Usage(**counts),
-                response_id=None if response_id is None else str.__str__(response_id),
-            )
+            ModelResponse(output=output, usage=Usage(**counts), response_id=response_id)
         )
     return tuple(responses)
 
@@ -423,13 +522,13 @@ def _load_interruptions(
 ) -> tuple[ToolApprovalItem, ...]:
     """The pending calls: function calls of the paused turn, each listed once, of
     tools ``agent`` has (not checked without one)."""
-    if not isinstance(value, list):
-        raise _field_error("interruptions", f"expected an array, got {kind_of(value)}")
+    if type(value) is not list:
+        raise _field_error("interruptions", f"expected an array, got {kind_name(value)}")
     # Items are the model's data: a call id that is no string names no pending call.
     calls_of_paused_turn = {
         item["call_id"]
         for item in generated[pending_start:]
-        if item.get("type") == "function_call" and isinstance(item.get("call_id"), str)
+        if item.get("type") == "function_call" and type(item.get("call_id")) is str
     }
     items: list[ToolApprovalItem] = []
     seen: set[str] = set()
@@ -439,7 +538,7 @@ def _load_interruptions(
         if raw.get("type") != "function_call":
             raise _field_error(f"{path}.type", "expected 'function_call'")
         for name in ("name", "call_id", "arguments"):
-            if not isinstance(raw.get(name), str):
+            if type(raw.get(name)) is not str:
                 raise _field_error(
                     f"{path}.{name}", f"expected a string, got {kind_of(raw.get(name))}"
                 )
@@ -461,31 +560,24 @@ def _load_interruptions(
 
 
 def _load_approvals(value: Any, pending: set[str]) -> dict[str, ApprovalDecision]:
-    if not isinstance(value, dict):
-        raise _field_error("approvals", f"expected an object, got {kind_of(value)}")
+    if type(value) is not dict:
+        raise _field_error("approvals", f"expected an object, got {kind_name(value)}")
+    _check_keys(value, "approvals")
     decisions: dict[str, ApprovalDecision] = {}
     for call_id, entry in value.items():
-        if not isinstance(call_id, str):
-            raise _field_error("approvals", f"key {_show(call_id)} is not a string")
         path = f"approvals.{call_id}"
-        if call_id not in pending:
+        if _text(call_id, path) not in pending:
             raise _field_error(path, "no pending interruption has this call id")
-        if not isinstance(entry, dict):
+        if type(entry) is not dict:
             raise _field_error(path, "expected an object with 'approved' and 'message'")
         try:
             _check_fields(entry, _APPROVAL_FIELDS, path)
         except RunStateError:
             raise _field_error(path, "expected an object with 'approved' and 'message'") from None
-        if not isinstance(entry["approved"], bool):
+        if type(entry["approved"]) is not bool:
             raise _field_error(
-                f"{path}.approved", f"expected a boolean, got {kind_of(entry['approved'])}"
+                f"{path}.approved", f"expected a boolean, got {kind_name(entry['approved'])}"
             )
-        message = entry["message"]
-        if message is not None and not isinstance(message, str):
-            raise _field_error(
-                f"{path}.message", f"expected a string or null, got {kind_of(message)}"
-            )
-        decisions[str.__str__(call_id)] = ApprovalDecision(
-            entry["approved"], None if message is None else str.__str__(message)
-        )
+        message = _optional_str(entry["message"], f"{path}.message")
+        decisions[call_id] = ApprovalDecision(entry["approved"], message)
     return decisions

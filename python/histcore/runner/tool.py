@@ -28,6 +28,7 @@ import orjson
 from histcore.engine import exact_json as _json
 from histcore.engine.exact_json import kind_of
 from histcore.engine.items import MAX_DEPTH
+from histcore.engine.wording import a_type_name
 from histcore.exceptions import ModelBehaviorError, UserError
 
 __all__ = [
@@ -242,8 +243,7 @@ def _plain_arguments(value: Any, path: str, depth: int) -> Any:  # noqa: C901 (o
         for key, member in value.items():
             if not isinstance(key, str):
                 raise TypeError(
-                    f"{path}: a {type(key).__name__} key is not a string "
-                    "(JSON would write it as one)"
+                    f"{path}: {a_type_name(key)} key is not a string (JSON would write it as one)"
                 )
             key = str.__str__(key)
             if key in out:
