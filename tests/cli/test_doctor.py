@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 
 import histcore
 import histcore.items
-from histcore.cli import doctor
+from histcore.cli.doctor import check as doctor_check
+from histcore.cli.doctor import command as doctor_command
+from histcore.cli.doctor import read as doctor_read
 from histcore.cli.main import main
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
 from tests.support.sqlite import connected, no_file_left_open, query, write_junk
@@ -92,9 +94,9 @@ def items_of(path: str, session_id: str) -> list[Any]:
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser()
-    doctor.add_arguments(parser)
+    doctor_command.add_arguments(parser)
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.run(parser.parse_args(list(argv)), out, err)
+    code = doctor_command.run(parser.parse_args(list(argv)), out, err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -226,8 +228,8 @@ def test_unreadable_stores_leave_no_file_open(store: str, kind: str, fix: bool) 
         write_junk(store)
     else:
         query(store, "CREATE TABLE other (x)")
-    with no_file_left_open(), pytest.raises(doctor.DoctorError):
-        doctor.check_store(store, fix=fix)
+    with no_file_left_open(), pytest.raises(doctor_read.DoctorError):
+        doctor_check.check_store(store, fix=fix)
 
 
 # --- --fix ---------------------------------------------------------------------------

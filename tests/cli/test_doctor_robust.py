@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from histcore.cli import doctor
 from histcore.cli.doctor import check, read
 from tests.cli.test_doctor import (
     call,
@@ -267,7 +266,7 @@ def test_each_session_is_repaired_in_its_own_transaction(
         if session_id == "b":
             reads.append(json.dumps(decoded(path, "a")))  # another process reads a
             if len(reads) == 2:
-                raise doctor.DoctorError("disk on fire")
+                raise read.DoctorError("disk on fire")
         return real_stored(self, session_id)
 
     monkeypatch.setattr(read.SQLiteStore, "_stored", stored_then_fail)

@@ -59,9 +59,6 @@ __all__ = [
 ITEMS = "agents.run_internal.items"
 SESSION = "agents.run_internal.session_persistence"
 
-_CALL_TO_OUTPUT = CALL_TO_OUTPUT_TYPE
-_PRECURSORS = PRECURSOR_TYPES
-_PROGRAM_OWNED_HOSTED = PROGRAM_OWNED_HOSTED_TYPES
 
 # (original, its module, the group's replacements built so far, its watch) -> replacement
 Build = Callable[[Any, ModuleType, Mapping[str, Any], Watch], Any]
@@ -123,8 +120,8 @@ GROUPS: tuple[Group, ...] = (
             "deduplicate_input_items_preferring_latest",
         ),
         constants={
-            "_TOOL_CALL_TO_OUTPUT_TYPE": _CALL_TO_OUTPUT,
-            "_DEDUPE_EARLIEST_ANCHOR_ITEM_TYPES": _PRECURSORS,
+            "_TOOL_CALL_TO_OUTPUT_TYPE": CALL_TO_OUTPUT_TYPE,
+            "_DEDUPE_EARLIEST_ANCHOR_ITEM_TYPES": PRECURSOR_TYPES,
             "FAKE_RESPONSES_ID": "__fake_id__",
         },
         targets=(
@@ -156,8 +153,8 @@ GROUPS: tuple[Group, ...] = (
             "_matched_anonymous_tool_search_call_indexes",
         ),
         constants={
-            "_TOOL_CALL_TO_OUTPUT_TYPE": _CALL_TO_OUTPUT,
-            "_PROGRAM_OWNED_HOSTED_ITEM_TYPES": _PROGRAM_OWNED_HOSTED,
+            "_TOOL_CALL_TO_OUTPUT_TYPE": CALL_TO_OUTPUT_TYPE,
+            "_PROGRAM_OWNED_HOSTED_ITEM_TYPES": PROGRAM_OWNED_HOSTED_TYPES,
         },
         targets=(
             Target(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from histcore.exceptions import MaxTurnsExceeded, UserError
 from histcore.runner.models.interface import Model, ModelResponse
@@ -110,4 +110,3 @@ RunErrorHandler = Callable[
 ]
 
 #: The kinds of error a handler can be registered for.
-ErrorHandlerKind = Literal["max_turns"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from histcore.engine import exact_json as _json
+from histcore.engine import exact_json
 from histcore.engine.collector import collector_paused
 from histcore.engine.items import deep_copy_items
 from histcore.exceptions import RunStateError, UserError
@@ -249,7 +249,7 @@ class RunState:
         """``to_json()`` as a JSON string (ASCII with ``\\u`` escapes when it holds a
         lone surrogate, such as a file name decoded by ``os.fsdecode``, so that it is
         read back exactly)."""
-        return _json.dumps(self.to_json()).decode()
+        return exact_json.dumps(self.to_json()).decode()
 
     @classmethod
     def from_string(cls, agent: Agent, text: str | bytes) -> RunState:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from histcore.engine import exact_json as _json
+from histcore.engine import exact_json
 from histcore.engine.exact_json import kind_of, surrogate_pair
 from histcore.engine.items import MAX_DEPTH
 from histcore.engine.wording import a_type_name, with_article
@@ -162,7 +162,7 @@ def parse(text: str | bytes | bytearray) -> Any:
     or bytearray is read as its plain text, without calling its methods.
     """
     try:
-        return _json.loads_with_fallback(_plain_text(text))
+        return exact_json.loads_with_fallback(_plain_text(text))
     except RecursionError:
         raise RunStateError("RunState text is not valid JSON: nested too deeply") from None
     except ValueError as exc:

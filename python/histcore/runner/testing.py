@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from histcore.engine import exact_json as _json
+from histcore.engine import exact_json
 from histcore.engine.items import deep_copy_items
 from histcore.exceptions import HistcoreError, UserError
 from histcore.runner.models.interface import ModelResponse, ModelStreamEvent, Usage
@@ -113,7 +113,7 @@ class ScriptedModel:
         output = self._queue.popleft()
         if isinstance(output, BaseException):
             raise output
-        tokens = len(_json.dumps(output)) // 4
+        tokens = len(exact_json.dumps(output)) // 4
         return ModelResponse(
             output=deep_copy_items(output),
             usage=Usage(

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import orjson
 
-from histcore.engine import exact_json as _json
+from histcore.engine import exact_json
 from histcore.engine.exact_json import kind_of
 from histcore.engine.items import MAX_DEPTH
 from histcore.engine.wording import a_type_name
@@ -199,7 +199,7 @@ def encode_arguments(arguments: Mapping[str, Any]) -> str:
     """
     if not isinstance(arguments, Mapping):
         raise TypeError(f"arguments must be a mapping, not {type(arguments).__name__}")
-    return _json.dumps(_plain_arguments(dict(arguments), "arguments", 0)).decode()
+    return exact_json.dumps(_plain_arguments(dict(arguments), "arguments", 0)).decode()
 
 
 def _decode_arguments(text: str) -> Any:
@@ -207,7 +207,7 @@ def _decode_arguments(text: str) -> Any:
     and Infinity refused (a lone surrogate's escape, as ``encode_arguments`` writes
     it, is read only by ``json``). Raises ValueError for text that is not JSON."""
     try:
-        return _json.loads_with_fallback(text)
+        return exact_json.loads_with_fallback(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
