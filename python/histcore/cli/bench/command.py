@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
 
         sdk_sizes = sizes if given is not None else sdk_conversation.DEFAULT_SIZES
         return sdk_conversation.run_cli(
-            sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path
+            sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path, targets=args.targets
         )
 
     settings = Settings(
