@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from histcore.engine import pure_input
+from histcore.engine.pure import input_rules as pure_input
 from tests.support.strategies import positions
 
 PROGRAMS = 4  # call ids p0-p3 are programs' ...

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from histcore.engine.backend import engine
-from histcore.engine.pure_input import PROBLEM_KINDS, USER_SIDE_ROLES, _text, unit_roots
+from histcore.engine.pure.input_rules import PROBLEM_KINDS, USER_SIDE_ROLES, _text, unit_roots
 
 __all__ = [
     "PROBLEM_KINDS",

@@ -11,8 +11,9 @@ model input; it reads their ``session`` and ``server_conversation_tracker`` and
 repairs the deduplicated list. Any other caller gets the plain dedupe.
 
 The stored history (rule (e)) is what the SDK's ``prepare_input_with_session`` read,
-noted per task by the guard's ``_session_get_items``; a window is read one item wider
-so that an item whose reasoning the window cut is recognised.
+noted per task by the guard's ``_session_get_items``; a window of the SDK's
+``SQLiteSession`` is read one item wider so that an item whose reasoning the window cut
+is recognised (other sessions are read as the SDK reads them).
 
 It never writes to the store, and a clean input comes back as the very same list.
 """
@@ -29,7 +30,7 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from histcore.engine.backend import engine
-from histcore.engine.pure_input import PROBLEM_KINDS
+from histcore.engine.pure.input_rules import PROBLEM_KINDS
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 
 __all__ = [
@@ -113,7 +114,7 @@ def make_noting_session_get_items(
         if args or (caller is not batch_code and caller.co_name != "prepare_input_with_session"):
             return await original(session, *args, **kwargs)
         limit: int = kwargs.get("limit")  # type: ignore[assignment]
-        wider = type(limit) is int and limit > 0 and type(session).__name__ != SERVER_SESSION
+        wider = type(limit) is int and limit > 0 and _reads_plainly(session)
         if wider:
             kwargs = {**kwargs, "limit": limit + 1}
         items = await original(session, **kwargs)
@@ -127,6 +128,14 @@ def make_noting_session_get_items(
     _session_get_items.__wrapped__ = original  # type: ignore[attr-defined]
     _session_get_items.__doc__ = original.__doc__
     return _session_get_items
+
+
+def _reads_plainly(session: Any) -> bool:
+    """Whether one more item read costs nothing but the item: the SDK's SQLiteSession's
+    own ``get_items`` (a wrapping session, say an encrypted one, may scan on a budget)."""
+    sqlite = sys.modules.get("agents.memory.sqlite_session")
+    reader = getattr(getattr(sqlite, "SQLiteSession", None), "get_items", None)
+    return reader is not None and getattr(type(session), "get_items", None) is reader
 
 
 def make_guarded_dedupe(

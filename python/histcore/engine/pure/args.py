@@ -1,7 +1,6 @@
-"""How the pure twin reads its arguments, in one place for all its modules: a list
-argument and a tuple of names (the Rust engine's ``Items::of`` and ``str_tuple`` in
-``rust/py/args.rs``), items read in place from a list user code may change, index sets,
-item dumps and str fields, and the nesting limit."""
+"""How the pure twin reads its arguments (the Rust engine's ``rust/py/args.rs``): a list
+argument and a tuple of names (``Items::of`` and ``str_tuple`` there), items read in place
+from a list user code may change, and index sets."""
 
 from __future__ import annotations
 
@@ -9,17 +8,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 __all__ = [
-    "MAX_DEPTH",
     "as_list",
-    "dumped",
     "each",
     "index_mask",
     "pick",
-    "plain_str",
     "read_item",
-    "str_field",
     "str_tuple",
 ]
+
 
 _REJECTED_SEQUENCES = (str, bytes, bytearray, dict)
 
@@ -53,10 +49,6 @@ def str_tuple(value: Any, name: str) -> tuple[str, ...]:
                 f"{name} must be a tuple of str, not a tuple holding {type(member).__name__}"
             )
     return members
-
-
-#: Containers nested deeper than this raise ValueError (also catches cycles).
-MAX_DEPTH = 256
 
 
 _CHANGED_SIZE = "the list of items changed size during the call"
@@ -97,28 +89,3 @@ def index_mask(value: Any, name: str, length: int) -> list[bool] | None:
         if 0 <= position < length:
             mask[position] = True
     return mask
-
-
-_NO_DUMP: Any = object()
-
-
-def dumped(item: Any) -> Any:
-    """The item as the engine sees it: pydantic-style models become their dump (the
-    attribute is looked up once)."""
-    if isinstance(item, dict):
-        return item
-    model_dump = getattr(item, "model_dump", _NO_DUMP)
-    if model_dump is not _NO_DUMP:
-        return model_dump(exclude_unset=True)
-    return item
-
-
-def plain_str(value: str) -> str:
-    """The characters of a str (or str subclass) as an exact str."""
-    return value if type(value) is str else str.__str__(value)
-
-
-def str_field(payload: dict[Any, Any], name: str) -> str | None:
-    """The text of ``payload[name]`` when it is a str (or str subclass), else None."""
-    value = dict.get(payload, name)
-    return plain_str(value) if isinstance(value, str) else None

@@ -1,13 +1,13 @@
-"""Pure twin of the engine's ``decode_rows`` (``histcore._core``): a session read's rows
-decoded in one call, each by a fast decoder where it gives the exact one's answer."""
+"""``decode_rows`` (the Rust engine's ``rust/py/rows.rs``): a session read's rows decoded
+in one call, each by a fast decoder where it gives the exact one's answer."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from histcore.engine.pure import long_integer_candidates
-from histcore.engine.pure_args import as_list
+from histcore.engine.pure.args import as_list
+from histcore.engine.pure.digits import long_integer_candidates
 
 __all__ = ["decode_rows"]
 

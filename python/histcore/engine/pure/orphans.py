@@ -1,15 +1,18 @@
-"""Pure twin of the engine's orphan-call pruning (``drop_orphan_function_calls``;
-``rust/core/orphans.rs`` holds the rules, ``rust/py/orphans.rs`` reads the items)."""
+"""Orphan-call pruning (``drop_orphan_function_calls``; the Rust engine's
+``rust/core/orphans.rs`` holds the rules, ``rust/py/orphans.rs`` reads the items), and its
+screened form for a drop-in replacement (``screened_drop_orphan_function_calls``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from histcore.engine.pure_args import as_list, dumped, each, index_mask, pick, plain_str, str_field
+from histcore.engine.pure.args import as_list, each, index_mask, pick
+from histcore.engine.pure.extract import dumped, plain_str, str_field
+from histcore.engine.pure.watch import NameWatch
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, OUTPUT_TYPES, PROGRAM_OWNED_HOSTED_TYPES
 
-__all__ = ["drop_orphan_function_calls"]
+__all__ = ["drop_orphan_function_calls", "screened_drop_orphan_function_calls"]
 
 
 class _Facts(NamedTuple):
@@ -231,3 +234,62 @@ def _drop_reasoning_before_orphans(
                     dropped[index] = True
         else:
             follower_dropped = orphaned[index]
+
+
+def _plain_text(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _orphan_screened(items: list[Any], prunable: list[bool] | None) -> bool:
+    """The screen of ``screened_drop_orphan_function_calls`` (its docstring)."""
+    for position, item in enumerate(items):
+        if type(item) is not dict:
+            return False
+        kind = item.get("type")
+        if not _plain_text(kind) or not _plain_text(item.get("call_id")):
+            return False
+        if kind == "shell_call" and not _plain_text(item.get("status")):
+            return False
+        if kind == "reasoning" and prunable is not None and not prunable[position]:
+            return False
+        caller = item.get("caller")
+        if isinstance(caller, dict) and (
+            type(caller) is not dict
+            or not _plain_text(caller.get("type"))
+            or not _plain_text(caller.get("caller_id"))
+        ):
+            return False
+    return True
+
+
+def screened_drop_orphan_function_calls(
+    items: Any,
+    pruning_indexes: Any = None,
+    *,
+    output_pruning_indexes: Any = None,
+    watch: NameWatch | None = None,
+) -> Any:
+    """``drop_orphan_function_calls(items, pruning_indexes, output_pruning_indexes=...)``
+    when that is the OpenAI Agents SDK's result by construction, else NotImplemented:
+    for anything but an exact list of exact dicts whose ``type`` and ``call_id`` (and a
+    shell call's ``status``) are exact str or missing, whose dict ``caller`` is an exact
+    dict with such ``type`` and ``caller_id``, with index sets that are None or exact
+    sets of ints, and no reasoning item outside ``pruning_indexes``; and whenever
+    ``watch`` is given and not intact."""
+    if watch is not None and not watch.intact():
+        return NotImplemented
+    if type(items) is not list or not all(
+        indexes is None or type(indexes) is set
+        for indexes in (pruning_indexes, output_pruning_indexes)
+    ):
+        return NotImplemented
+    try:
+        prunable = index_mask(pruning_indexes, "pruning_indexes", len(items))
+        index_mask(output_pruning_indexes, "output_pruning_indexes", len(items))
+    except TypeError:
+        return NotImplemented  # positions that are not ints: the SDK's membership tests decide
+    if not _orphan_screened(items, prunable):
+        return NotImplemented
+    return drop_orphan_function_calls(
+        items, pruning_indexes, output_pruning_indexes=output_pruning_indexes
+    )

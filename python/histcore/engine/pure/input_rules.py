@@ -1,4 +1,5 @@
-"""The model-input rules of the pure twin: ``input_problems`` and ``repair_input``.
+"""The model-input rules: ``input_problems`` and ``repair_input`` (the Rust engine's
+``rust/core/input_rules.rs``, items read as ``rust/py/input_rules.rs`` reads them).
 
 The rules (docs/design.md, "Model input the API accepts") are checked in one linear
 pass each. A problem is ``(position, kind, detail)``: ``kind`` names the rule broken
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from histcore.engine.pure_args import as_list as _as_list
+from histcore.engine.pure.args import as_list as _as_list
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, FAKE_ID, OUTPUT_TYPES
 
 __all__ = ["PROBLEM_KINDS", "USER_SIDE_ROLES", "input_problems", "repair_input", "unit_roots"]

@@ -1,5 +1,5 @@
-"""Pure twins of the engine's copies of items (``deep_copy_items``, ``plain_json_copy``;
-``rust/py/deepcopy.rs``)."""
+"""Copies of items (the Rust engine's ``rust/py/deepcopy.rs``): ``deep_copy_items``,
+``plain_json_copy`` and ``shallow_dict_copies``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from histcore.engine.pure_args import MAX_DEPTH, as_list, each, str_tuple
+from histcore.engine.pure.args import as_list, each, str_tuple
+from histcore.engine.pure.canonical import MAX_DEPTH
 
-__all__ = ["deep_copy_items", "plain_json_copy"]
+__all__ = ["deep_copy_items", "plain_json_copy", "shallow_dict_copies"]
 
 
 def _copy(value: Any, depth: int) -> Any:
@@ -126,3 +127,20 @@ def plain_json_copy(
     except _NotPlain:
         return None
     return copies
+
+
+def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any:
+    """A shallow copy (``dict(item)``) of every item, when ``items`` is an exact list of
+    exact dicts none of which holds a key named in ``without`` (a tuple of str);
+    NotImplemented otherwise."""
+    keys = str_tuple(without, "without")
+    if type(items) is not list:
+        return NotImplemented
+    items = as_list(items, "items")
+    for item in items:
+        if type(item) is not dict or any(map(item.__contains__, keys)):
+            return NotImplemented
+    if any(type(item) is not dict for item in items):
+        # The list changed under a key comparison's user code.
+        raise RuntimeError("items changed during the copy")
+    return list(map(dict.copy, items))
