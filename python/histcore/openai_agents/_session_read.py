@@ -1,10 +1,11 @@
-"""The SDK's ``SQLiteSession.get_items`` with its rows decoded in one engine call.
+"""The SDK's ``SQLiteSession.get_items``, reading only the rows added since its last read.
 
+Decoding
+--------
 The SDK reads a session with one query, then decodes each row in a Python loop
 (``json.loads`` per row, skipping rows that raise ``JSONDecodeError`` or ``TypeError``)
 while the collector runs: at 10^5 items the collections that the decoded containers
-trigger cost more than the decoding itself. The replacement runs the same query, with
-the same lock, in the same worker thread, and hands the rows to the engine's
+trigger cost more than the decoding itself. Here rows go to the engine's
 ``decode_rows`` with the collector paused: each row is read by ``orjson`` where that
 gives exactly what ``json.loads`` gives (an exact str with no run of 19 or more digits,
 which orjson would read as a float, and text orjson accepts), and by the SDK's own
@@ -15,11 +16,67 @@ limited read widens its window past corrupt rows, which is left to the SDK), whi
 session module's ``json`` is histcore's ``JsonModule`` with ``loads`` as installed and
 nothing the original looks up is rebound (its watch). Rows that are not 1-tuples (a
 custom ``row_factory``) are decoded by the SDK's loop, as the SDK's code would.
+
+Incremental reads
+-----------------
+Each session object keeps what its last unlimited read decoded (``_History``): the
+decoded items of its rows with ``id <= last_id`` (corrupt rows skipped, as the SDK
+skips them), how many rows that was, and the state of the database it was read in. A
+later read fetches and decodes only the rows with ``id > last_id``; it hands out a
+fresh copy of the whole history each time (callers mutate what they get), made by the
+engine's ``plain_json_copy`` with the collector paused: the str, int and float objects
+are shared with the kept items, every dict and list is new. Kept are the decoded items
+only, not their JSON text: one decoded history, what a caller of the SDK's read holds
+anyway. Should a copy not be possible (nesting deeper than the engine copies), that
+read hands out the kept items themselves and forgets them.
+
+Seeing the other writers. Reads run on the SDK's connection, under the SDK's lock:
+
+* Nothing changed: ``PRAGMA data_version`` of the connection changes whenever another
+  connection (of this process or another one, histcore's sessions included) commits
+  to the file, and ``total_changes`` of the connection counts every row that the
+  connection itself (the SDK's ``add_items``, ``pop_item``, ``clear_session``, anyone
+  using it) inserted, updated or deleted. When both are what they were at a read that
+  brought the history up to date on that connection (a few connections are
+  remembered: the SDK gives each worker thread its own), the database has not changed
+  since, and the kept items are handed out without a query (``PRAGMA schema_version``
+  must be the same too: a table dropped on the connection itself is no row change).
+* Otherwise, in one read transaction (one state of the database): the table's ids are
+  never reused (it must be ``AUTOINCREMENT``, as the SDK creates it; a table without
+  it is read whole each time), so rows appended since carry ids above ``last_id``, and
+  the rows at or below it can only have been deleted, rewritten in place, or (by hand)
+  inserted with a chosen id. ``COUNT(*)`` of the session's rows with ``id <= last_id``
+  must still be the number kept (a pop, a clear, a compaction's delete, another
+  session's delete lower it; a delete followed by an append does too, since the
+  append's id is above ``last_id``); the session's rewrite generation in
+  ``histcore_rewrites`` (bumped by ``histcore doctor --fix`` in the transaction that
+  rewrote rows in place) and ``PRAGMA schema_version`` (a table dropped and made
+  again restarts its ids) must be what they were; and the database file, the session
+  id and the table name the same. Then only ``id > last_id`` is read; anything else
+  reads the whole history again.
+
+Not seen, as by histcore's own ``SQLiteSession``: another program rewriting
+``message_data`` of an existing row in place without noting it in ``histcore_rewrites``,
+or deleting rows and inserting as many with ids it chose below ``last_id``.
+
+The history is not used (the read is the plain one above, the SDK's one statement)
+when the session's class replaced how the SDK hands out connections
+(``_get_connection``, ``_locked_connection``: a subclass, a test tracing statements),
+when the connection is not an exact ``sqlite3.Connection``, is inside a transaction
+(uncommitted changes could still be rolled back), or has a ``row_factory`` or a
+``text_factory`` other than str;
+and any ``sqlite3.Error`` on the way drops it and leaves the read to the SDK's query,
+which then raises what the SDK raises. ``uninstall()`` drops every history. A trace
+callback set on the SDK's own connection sees this module's statements (``PRAGMA
+data_version``, ``BEGIN``, the count, ``id > ?``), not the SDK's one query.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from types import ModuleType
 from typing import Any, cast
@@ -30,10 +87,14 @@ from histcore.engine import items as engine
 from histcore.engine.collector import paused_for
 from histcore.openai_agents._replacements import JsonModule, intact, like
 from histcore.openai_agents._watch import Watch
+from histcore.sessions._sqlite_schema import ids_never_reused, rewrite_generation
 
 __all__ = ["decode_rows", "make_get_items"]
 
 GetItems = Callable[..., Coroutine[Any, Any, list[Any]]]
+
+# Connections whose state a history remembers (the SDK opens one per worker thread).
+_STAMPS_KEPT = 8
 
 
 def _decode_each(rows: list[Any], json_module: Any) -> list[Any]:
@@ -57,8 +118,203 @@ def decode_rows(rows: list[Any], json_module: Any) -> list[Any]:
     return cast("list[Any]", decoded)
 
 
+def _read_all(session: Any, conn: sqlite3.Connection, json_module: Any) -> list[Any]:
+    # The SDK's query text, whitespace included (a trace callback sees it).
+    cursor = conn.execute(
+        f"""
+                        SELECT message_data FROM {session.messages_table}
+                        WHERE session_id = ?
+                        ORDER BY id ASC
+                    """,
+        (session.session_id,),
+    )
+    return decode_rows(cursor.fetchall(), json_module)
+
+
+def _copy(items: list[Any]) -> list[Any] | None:
+    """A fresh copy of decoded items (plain JSON trees, nothing shared), or None."""
+    if engine.BACKEND != "rust":
+        # The pure twin runs Python code while it copies: it copies with the collector on.
+        return cast("list[Any] | None", engine.plain_json_copy(items, allow_shared=True))
+    with paused_for(items):
+        return cast("list[Any] | None", engine.plain_json_copy(items, allow_shared=True))
+
+
+def _usable(conn: Any) -> bool:
+    """Whether reads on ``conn`` may use a history (see the module docstring)."""
+    return (
+        type(conn) is sqlite3.Connection
+        and not conn.in_transaction
+        and conn.row_factory is None
+        and conn.text_factory is str
+    )
+
+
+class _History:
+    """What one session object's last unlimited read decoded, and where."""
+
+    __slots__ = ("generation", "items", "key", "last_id", "rows", "schema", "stamps")
+
+    def __init__(
+        self,
+        key: tuple[Any, ...],
+        items: list[Any],
+        rows: int,
+        last_id: int,
+        generation: int,
+        schema: int,
+    ) -> None:
+        #: (session_id, messages_table, database file) it was read for
+        self.key = key
+        #: the decoded items of the session's rows with id <= last_id
+        self.items = items
+        #: how many rows that is, corrupt ones included
+        self.rows = rows
+        self.last_id = last_id
+        self.generation = generation
+        self.schema = schema
+        #: id(conn) -> (conn, data_version, total_changes) when it was last brought up
+        #: to date on conn; held strongly, so an id is not another connection's
+        self.stamps: dict[int, tuple[sqlite3.Connection, int, int]] = {}
+
+    def current_on(self, conn: sqlite3.Connection, version: int, changes: int) -> bool:
+        stamp = self.stamps.get(id(conn))
+        return (
+            stamp is not None and stamp[0] is conn and stamp[1] == version and stamp[2] == changes
+        )
+
+    def stamp(self, conn: sqlite3.Connection, version: int, changes: int) -> None:
+        self.stamps.pop(id(conn), None)
+        self.stamps[id(conn)] = (conn, version, changes)
+        while len(self.stamps) > _STAMPS_KEPT:
+            del self.stamps[next(iter(self.stamps))]
+
+
+def _database_file(conn: sqlite3.Connection) -> str:
+    for _, name, file in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file)
+    return ""
+
+
+def _synced(
+    history: _History | None, session: Any, conn: sqlite3.Connection, json_module: Any
+) -> tuple[_History | None, list[Any] | None]:
+    """Inside a read transaction: the history brought up to date, or (None, items)
+    when this table cannot have one (its ids may be reused)."""
+    table, session_id = session.messages_table, session.session_id
+    key = (session_id, table, _database_file(conn))
+    schema: int = conn.execute("PRAGMA schema_version").fetchone()[0]
+    generation = rewrite_generation(conn, table, session_id)
+    if (
+        history is not None
+        and history.key == key
+        # Two in-memory databases have the same (empty) file name: only a connection
+        # the history was read on is known to be its database.
+        and (key[2] != "" or id(conn) in history.stamps)
+        and history.schema == schema
+        and history.generation == generation
+    ):
+        (kept,) = conn.execute(
+            f"SELECT COUNT(*) FROM {table} WHERE session_id = ? AND id <= ?",
+            (session_id, history.last_id),
+        ).fetchone()
+        if kept == history.rows:
+            newer = conn.execute(
+                f"SELECT id, message_data FROM {table} WHERE session_id = ? AND id > ? "
+                "ORDER BY id ASC",
+                (session_id, history.last_id),
+            ).fetchall()
+            if newer:
+                history.items.extend(decode_rows([(text,) for _, text in newer], json_module))
+                history.rows += len(newer)
+                history.last_id = newer[-1][0]
+            return history, None
+    if not ids_never_reused(conn, table):
+        return None, _read_all(session, conn, json_module)
+    last_id, rows = conn.execute(
+        f"SELECT MAX(id), COUNT(*) FROM {table} WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    items = _read_all(session, conn, json_module)
+    return _History(key, items, rows, 0 if last_id is None else last_id, generation, schema), None
+
+
+class _Histories:
+    """The history of each session object read since install (dropped with it)."""
+
+    def __init__(self) -> None:
+        self._by_session: weakref.WeakKeyDictionary[Any, _History] = weakref.WeakKeyDictionary()
+        self._guard = threading.Lock()
+
+    @staticmethod
+    def can_keep(session: Any) -> bool:
+        """Whether ``session`` can be a key here (hashable, weakly referenced)."""
+        try:
+            weakref.ref(session)
+            hash(session)
+        except TypeError:
+            return False
+        return True
+
+    def get(self, session: Any) -> _History | None:
+        with self._guard:
+            return self._by_session.get(session)
+
+    def put(self, session: Any, history: _History) -> None:
+        with self._guard:
+            self._by_session[session] = history
+
+    def forget(self, session: Any) -> None:
+        with self._guard:
+            self._by_session.pop(session, None)
+
+    def read(self, session: Any, conn: sqlite3.Connection, json_module: Any) -> list[Any]:
+        """The unlimited read through the session's history. Under the SDK's lock."""
+        history = self.get(session)
+        version: int = conn.execute("PRAGMA data_version").fetchone()[0]
+        changes = conn.total_changes
+        if (
+            history is None
+            or history.key[:2] != (session.session_id, session.messages_table)
+            or not history.current_on(conn, version, changes)
+            # DDL is not in total_changes: a table dropped on this very connection.
+            or conn.execute("PRAGMA schema_version").fetchone()[0] != history.schema
+        ):
+            conn.execute("BEGIN")
+            try:
+                # Read first in the transaction: the state every query below sees.
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                history, items = _synced(history, session, conn, json_module)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise
+            conn.commit()
+            if history is None:
+                self.forget(session)
+                return cast("list[Any]", items)
+            history.stamp(conn, version, changes)
+            self.put(session, history)
+        copied = _copy(history.items)
+        if copied is None:
+            # Not copyable: these very objects go out, and are no longer kept.
+            self.forget(session)
+            return history.items
+        return copied
+
+
 def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None = None) -> GetItems:
     unchanged = intact(watch)
+    histories = _Histories()
+    # How the SDK hands out connections: a history relies on it (one connection per
+    # worker thread on db_path, or the in-memory one). A class that replaced either
+    # (a subclass, a test tracing the statements) gets the plain read.
+    sdk_class = module.SQLiteSession
+    plumbing = (sdk_class._get_connection, sdk_class._locked_connection)
+
+    def sdk_plumbing(session: Any) -> bool:
+        kind = type(session)
+        return (kind._get_connection, kind._locked_connection) == plumbing
 
     @like(original)
     async def get_items(self: Any, limit: int | None = None) -> list[Any]:
@@ -73,17 +329,21 @@ def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None =
             return await original(self, limit)
 
         def get_items_sync() -> list[Any]:
-            with self._locked_connection() as conn:
-                # The SDK's query text, whitespace included (a trace callback sees it).
-                cursor = conn.execute(
-                    f"""
-                        SELECT message_data FROM {self.messages_table}
-                        WHERE session_id = ?
-                        ORDER BY id ASC
-                    """,
-                    (self.session_id,),
-                )
-                return decode_rows(cursor.fetchall(), json_module)
+            try:
+                with self._locked_connection() as conn:
+                    if sdk_plumbing(self) and _usable(conn) and histories.can_keep(self):
+                        try:
+                            return histories.read(self, conn, json_module)
+                        except sqlite3.Error:
+                            # The SDK's query below raises what the SDK would, if anything.
+                            histories.forget(self)
+                    elif histories.can_keep(self):
+                        histories.forget(self)
+                    return _read_all(self, conn, json_module)
+            except BaseException:
+                if histories.can_keep(self):
+                    histories.forget(self)
+                raise
 
         return await asyncio.to_thread(get_items_sync)
 
