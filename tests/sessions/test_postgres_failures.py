@@ -208,18 +208,23 @@ async def test_a_connection_killed_mid_batch_leaves_the_batch_absent(pg: Backend
     assert await session.get_items() == [user_message("before"), user_message("after")]
 
 
-async def test_idle_connections_killed_by_the_server_are_replaced(pg: Backends) -> None:
-    session = pg.session("idle")
-    await session.add_items([user_message("u0")])
-    killed = await pg_execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-        "AND backend_type = 'client backend'"
-    )
-    assert killed
-    assert all(ok for (ok,) in killed)
-    await session.add_items([user_message("u1")])
-    assert await session.get_items() == [user_message("u0"), user_message("u1")]
+async def test_idle_connections_killed_by_the_server_are_replaced(tmp_path: Path) -> None:
+    # A server of its own: killing every client of the shared one would kill the
+    # connections of tests running beside this one in other pytest-xdist workers.
+    with private_pg_server() as server:
+        async with backends("postgres", tmp_path, server) as pg:
+            session = pg.session("idle")
+            await session.add_items([user_message("u0")])
+            killed = await pg_execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND backend_type = 'client backend'",
+                dsn=server.dsn,
+            )
+            assert killed
+            assert all(ok for (ok,) in killed)
+            await session.add_items([user_message("u1")])
+            assert await session.get_items() == [user_message("u0"), user_message("u1")]
 
 
 @function_tool(needs_approval=True)

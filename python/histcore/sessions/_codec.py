@@ -15,6 +15,11 @@ as ``{"1": "b"}``), strings holding a surrogate pair as two characters (``"\\ud8
 reads back as ``"😀"``), circular references, and nesting deeper than the engine's
 ``MAX_DEPTH`` (256 containers, the item itself counted).
 
+A large batch is encoded a chunk at a time (``encoded_chunks``), so that a writer never
+holds the text of all of it; texts that are kept are copied to right-sized ``bytes``
+first (``compact``): each result of ``orjson.dumps`` keeps the buffer it was written
+into, several KiB even for a short text.
+
 Decoding uses orjson and retries what it rejects with ``json.loads`` (the SDK writes
 ``NaN``/``Infinity`` tokens that orjson does not read). A row that may hold an integer
 beyond 64 bits (19 or more digits in a row), which orjson would read as a float, is
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from itertools import compress, repeat
 from operator import contains, itemgetter
 from typing import Any
@@ -40,11 +46,14 @@ from histcore.engine.items import MAX_DEPTH, plain_json_copy
 from histcore.sessions.rows import CorruptRow, decode_stored, deep_positions
 
 __all__ = [
+    "ENCODE_CHUNK",
     "CorruptRow",
+    "compact",
     "decode_row",
     "decode_rows",
     "encode_items",
     "encode_items_utf8",
+    "encoded_chunks",
 ]
 
 
@@ -203,35 +212,68 @@ def _as_dict(item: Any, index: int) -> dict[str, Any]:
     )
 
 
+#: Items encoded at a time by ``encoded_chunks``: a write of any size holds the text of
+#: one chunk at a time (and the encoder's working copy of it), not of the whole batch.
+ENCODE_CHUNK = 2048
+
+
 def encode_items(items: list[Any]) -> list[str]:
     """The stored JSON text of every item, in order (see ``encode_items_utf8``)."""
-    return [data.decode() for data in encode_items_utf8(items)]
+    return [data.decode() for chunk in encoded_chunks(items) for data in chunk]
 
 
 def encode_items_utf8(items: list[Any]) -> list[bytes]:
     """The stored JSON text of every item as UTF-8 bytes, in order: text that decodes
     to an item equal to the one written (tuples come back as lists).
 
+    Every text is its own right-sized ``bytes`` (``compact``), so a caller may keep them.
     Raises TypeError naming the first item that is not an input item or would not read
     back as written, and the place in it (see ``_json_tree``); then nothing is
     returned, so a caller that encodes before writing writes nothing.
     """
+    return [text for chunk in encoded_chunks(items) for text in compact(chunk)]
+
+
+def encoded_chunks(items: list[Any], size: int = ENCODE_CHUNK) -> Iterator[list[bytes]]:
+    """The stored JSON text of ``items``, ``size`` items at a time, in order.
+
+    A TypeError for an item that cannot be stored (see ``encode_items_utf8``) comes
+    when its chunk is encoded, after the earlier chunks were handed out: a caller that
+    must write all or nothing writes the chunks inside one transaction, and rolls it
+    back. The texts are orjson's own results, which may each hold a buffer far larger
+    than their text (some KiB): ``compact`` them before keeping them.
+    """
+    for start in range(0, len(items), size):
+        yield _encode_chunk(items[start : start + size], start)
+
+
+def compact(texts: list[bytes]) -> list[bytes]:
+    """Right-sized copies of ``texts``: orjson's results keep the buffer they were
+    written into (several KiB even for a short text), which would multiply the memory
+    of every text kept."""
+    return [bytes(memoryview(text)) for text in texts]
+
+
+def _encode_chunk(items: list[Any], offset: int) -> list[bytes]:
+    """``encode_items_utf8`` of ``items``, which are ``items[offset:]`` of the batch
+    (errors name their position in the batch); the texts are not compacted."""
     if not set(map(type, items)) <= {dict}:
-        items = [_as_dict(item, index) for index, item in enumerate(items)]
+        items = [_as_dict(item, offset + index) for index, item in enumerate(items)]
     # Plain JSON data (the usual case, one check in the engine) is written by orjson as
     # it is; anything else (models, tuples, datetimes, ...) is made a tree first.
     if items and plain_json_copy(items, allow_shared=True) is None:
-        items = [_plain_or_tree(item, index) for index, item in enumerate(items)]
+        items = [_plain_or_tree(item, offset + index) for index, item in enumerate(items)]
     try:
         encoded = list(map(orjson.dumps, items))
     except TypeError:
-        encoded = [_encoded(item, index) for index, item in enumerate(items)]
+        encoded = [_encoded(item, offset + index) for index, item in enumerate(items)]
     # Only an item whose text holds "null" can hold a non-finite float (C-level scan).
     for index in compress(range(len(encoded)), map(contains, encoded, repeat(NULL))):
         if has_non_finite(items[index]):
-            encoded[index] = _stdlib_text(_json_tree(items[index], index), index)
+            position = offset + index
+            encoded[index] = _stdlib_text(_json_tree(items[index], position), position)
     for index in deep_positions(encoded):  # not expected: trees and plain data are not
-        raise _too_deep_error(index)
+        raise _too_deep_error(offset + index)
     return encoded
 
 

@@ -51,16 +51,21 @@ dicts and lists and shares the immutable strings), plus ~20 ms the collector lat
 spends once on the new containers. So the cache keeps decoded objects and every
 read returns ``deep_copy_items`` of them, built with the collector paused
 (``engine.collector``). The price is memory: the session keeps the decoded history
-(``cache_history=False`` turns this off). Rows this store appends are kept as their
-JSON text and decoded on the next read, so ``add_items`` pays no decode.
+(``cache_history=False`` turns this off). Rows this store appends are decoded by the
+next read, so ``add_items`` pays no decode: from their JSON text, which the cache keeps
+up to ``PENDING_TEXT_BYTES`` (1 MiB) in all, or else read back from the table. So a
+session written to and not read holds at most that much of what was written.
 
 Writes
 ------
 A batch is inserted in one ``BEGIN IMMEDIATE`` transaction (a crash leaves all of it
-or none), with multi-row INSERTs binding the UTF-8 JSON directly as TEXT. After a
-large batch (>= 4 MiB of JSON) SQLite's automatic WAL checkpoint, which would copy the
-whole batch a second time inside the caller's commit, is skipped for that commit and
-run by ``checkpoint()`` right afterwards, off the caller's path.
+or none), with multi-row INSERTs binding the UTF-8 JSON directly as TEXT. It is encoded
+``ENCODE_CHUNK`` items at a time, each chunk inserted before the next is encoded, so a
+write holds the text of one chunk at once whatever its size; an item refused in a later
+chunk rolls the transaction back. After a large batch (>= 4 MiB of JSON) SQLite's
+automatic WAL checkpoint, which would copy the whole batch a second time inside the
+caller's commit, is skipped for that commit and run by ``checkpoint()`` right
+afterwards, off the caller's path.
 """
 
 from __future__ import annotations
@@ -77,10 +82,12 @@ from urllib.parse import quote
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions import _sqlite_schema as schema
+from histcore.sessions._codec import compact, encoded_chunks
 from histcore.sessions.base import describe_session_id
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
     FETCH_CHUNK,
+    PENDING_TEXT_BYTES,
     DecodedRows,
     HistoryCache,
     NewestPop,
@@ -109,6 +116,33 @@ def _insert_params(session_id: str, values: list[bytes] | list[str]) -> list[obj
     params: list[object] = [session_id] * (2 * len(values))
     params[1::2] = values
     return params
+
+
+class _Written:
+    """What one ``append`` has inserted so far: how many rows and bytes of JSON, and
+    the texts the history cache keeps of them (right-sized copies, while they fit in
+    ``PENDING_TEXT_BYTES``; None past that, and the next read fetches the rows)."""
+
+    __slots__ = ("bytes", "deferred", "kept", "rows")
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.bytes = 0
+        self.kept: list[bytes] | None = []
+        #: the WAL checkpoint of this write was left for ``checkpoint()``
+        self.deferred = False
+
+    def add(self, texts: list[bytes], keep: bool) -> None:
+        size = sum(map(len, texts))
+        self.rows += len(texts)
+        self.bytes += size
+        if not keep or self.kept is None or self.bytes > PENDING_TEXT_BYTES:
+            self.kept = None
+        else:
+            self.kept += compact(texts)
+
+    def large(self) -> bool:
+        return self.bytes >= _DEFERRED_CHECKPOINT_BYTES
 
 
 class SQLiteStore(SkipsCorruptRows):
@@ -383,6 +417,23 @@ class SQLiteStore(SkipsCorruptRows):
             return HistoryCache(last_id=BEFORE_ALL, floor=None, stamp=version)
         return HistoryCache(last_id=newest, floor=newest, stamp=version)
 
+    def _decode_pending(self, cache: HistoryCache) -> None:
+        """Decode the rows appended through this store (already counted in ``rows``):
+        from the texts the cache kept, or read back from the table when it dropped them
+        (a large write, or many writes without a read: ``HistoryCache.add_appended``)."""
+        if cache.appended_after is None:
+            return
+        if cache.texts_dropped:
+            fetched = self._decode_query(
+                f"SELECT id, message_data FROM {self.messages_table} "
+                "WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id",
+                (self.session_id, cache.appended_after, cache.last_id),
+            )
+        else:
+            pending = list(zip(cache.pending_ids, cache.pending_texts, strict=True))
+            fetched = self._decoded(pending)
+        cache.appended_decoded(fetched)
+
     def _extend_back(self, cache: HistoryCache, need: int | None) -> None:
         """Prepend older rows until the cache holds ``need`` items or the session start."""
         table = self.messages_table
@@ -414,24 +465,29 @@ class SQLiteStore(SkipsCorruptRows):
             return None
         return cache
 
-    def append(self, texts: list[bytes]) -> bool:
-        """Append encoded items in one transaction: all of them or none.
+    def append(self, items: list[Any]) -> bool:
+        """Encode ``items`` and append them in one transaction: all of them or none.
+
+        The items are encoded ``ENCODE_CHUNK`` at a time, each chunk inserted before the
+        next is encoded, so a batch of any size holds the text of one chunk at a time.
+        The first chunk (every item of a usual batch) is encoded before anything else;
+        a TypeError from a later one rolls the transaction back, and the store is left
+        as it was (the history cache included).
 
         Returns True when the write was large and its WAL checkpoint was left for
         ``checkpoint()``, which the caller should run soon, off its critical path.
         """
         with self._lock:
             self._open()
-            if not texts:
+            if not items:
                 return False
+            chunks = encoded_chunks(items)
+            # Encoded before the transaction starts (an error then takes no lock).
+            first_chunk = next(chunks)
             conn = self._writable("add_items")
             table = self.messages_table
-            # A large batch would make its commit copy the whole batch again from the
-            # WAL into the database (SQLite's automatic checkpoint). That copy is
-            # maintenance, not durability: leave it to a checkpoint run afterwards.
-            defer = self._wal and sum(map(len, texts)) >= _DEFERRED_CHECKPOINT_BYTES
-            if defer:
-                conn.execute("PRAGMA wal_autocheckpoint=0")
+            written = _Written()
+            refused: list[TypeError] = []
             try:
                 with self._write():
                     cache = self._cache_if_current()
@@ -446,32 +502,52 @@ class SQLiteStore(SkipsCorruptRows):
                         f"INSERT OR IGNORE INTO {self.sessions_table} (session_id) VALUES (?)",
                         (self.session_id,),
                     )
-                    self._insert(texts)
+                    texts: list[bytes] | None = first_chunk
+                    del first_chunk
+                    while texts is not None:
+                        self._insert(texts)
+                        written.add(texts, keep=cache is not None)
+                        # A large batch would make its commit copy the whole batch again
+                        # from the WAL into the database (SQLite's automatic checkpoint).
+                        # That copy is maintenance, not durability: leave it to a
+                        # checkpoint run afterwards.
+                        if self._wal and not written.deferred and written.large():
+                            conn.execute("PRAGMA wal_autocheckpoint=0")
+                            written.deferred = True
+                        texts = None  # not held while the next chunk is encoded
+                        try:
+                            texts = next(chunks, None)
+                        except TypeError as exc:
+                            refused.append(exc)
+                            raise
                     conn.execute(
                         f"UPDATE {self.sessions_table} SET updated_at = CURRENT_TIMESTAMP "
                         "WHERE session_id = ?",
                         (self.session_id,),
                     )
                     last: int = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-            except BaseException:
-                self._cache = None
+            except BaseException as exc:
+                # An item refused by the encoder was rolled back: the table, hence the
+                # cache, is as it was. Anything else may have left the cache behind.
+                if not refused or exc is not refused[0]:
+                    self._cache = None
                 raise
             finally:
-                if defer:
+                if written.deferred:
                     conn.execute(f"PRAGMA wal_autocheckpoint={self._autocheckpoint}")
             if cache is not None:
-                self._register_append(cache, texts, sequence, last)
-            return defer
+                self._register_append(cache, written, sequence, last)
+            return written.deferred
 
     def _register_append(
-        self, cache: HistoryCache, texts: list[bytes], sequence: tuple[int] | None, last: int
+        self, cache: HistoryCache, written: _Written, sequence: tuple[int] | None, last: int
     ) -> None:
         # AUTOINCREMENT under the write lock hands out seq+1 ... seq+n; if the
         # sequence says otherwise, let the next read fetch the rows instead.
-        first = last - len(texts) + 1
+        first = last - written.rows + 1
         previous = 0 if sequence is None else sequence[0]
-        if previous + len(texts) == last and first > cache.last_id:
-            cache.add_appended(first, texts)
+        if previous + written.rows == last and first > cache.last_id:
+            cache.add_appended(first, written.rows, written.kept)
         else:
             cache.stamp = -1  # data_version is never negative: re-check next read
 

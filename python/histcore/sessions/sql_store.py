@@ -36,6 +36,7 @@ from histcore.sessions.base import describe_session_id
 __all__ = [
     "BEFORE_ALL",
     "FETCH_CHUNK",
+    "PENDING_TEXT_BYTES",
     "DecodedRows",
     "HistoryCache",
     "NewestPop",
@@ -51,6 +52,9 @@ logger = logging.getLogger("histcore.sessions")
 BEFORE_ALL = -(2**63)
 # Above every row id either database assigns.
 _AFTER_ALL = 2**63 - 1
+#: JSON text of appended rows a history cache keeps for the next read to decode (see
+#: ``HistoryCache.add_appended``); past this the read fetches the rows from the table.
+PENDING_TEXT_BYTES = 1 << 20
 #: Rows fetched at a time while decoding, so the raw text of a huge history is never
 #: held all at once next to its decoded items.
 FETCH_CHUNK = 4096
@@ -124,10 +128,16 @@ class HistoryCache:
     # SQLite: the session's rewrite generation the cache was read under (see
     # ``_sqlite_schema.note_rewrite``).
     rewrites: int = 0
-    # Rows appended through this store, not decoded yet (ids and JSON text): an append
-    # pays no decode, the next read does it.
+    # Rows appended through this store and not decoded yet: the session's rows in
+    # (appended_after, last_id] (None: there are none). An append pays no decode, the
+    # next read does it: from their JSON text, kept while it is small (pending_ids,
+    # pending_texts, at most PENDING_TEXT_BYTES in all), else (texts_dropped) from the
+    # rows, read back from the table.
+    appended_after: int | None = None
     pending_ids: list[int] = field(default_factory=list)
     pending_texts: list[bytes] = field(default_factory=list)
+    pending_bytes: int = 0
+    texts_dropped: bool = False
 
     def hand_out(self, limit: int | None, kept: bool) -> list[Any]:
         """The latest ``limit`` items (all when None) as objects the caller owns.
@@ -170,13 +180,40 @@ class HistoryCache:
         self.rows += fetched.rows
         self.floor = fetched.unread_below(window)
 
-    def add_appended(self, first: int, texts: list[bytes]) -> None:
-        """Note rows ``first, first + 1, ...`` just appended through this store with
-        ``texts``, to be decoded by the next read (``SkipsCorruptRows._decode_pending``)."""
-        self.pending_ids += range(first, first + len(texts))
-        self.pending_texts += texts
-        self.rows += len(texts)
-        self.last_id = first + len(texts) - 1
+    def add_appended(self, first: int, rows: int, texts: list[bytes] | None) -> None:
+        """Note ``rows`` rows ``first, first + 1, ...`` just appended through this store,
+        to be decoded by the next read (``SQLiteStore._decode_pending``), with
+        their ``texts`` (right-sized: they are kept) or None when they were not kept.
+
+        Texts are kept up to ``PENDING_TEXT_BYTES`` in all, enough for the turns of a
+        conversation between two reads; past that every kept text is dropped, and the
+        next read fetches the rows instead (so a session written to, and not read,
+        holds no more than that of what it wrote).
+        """
+        if self.appended_after is None:
+            self.appended_after = self.last_id
+        size = 0 if texts is None else sum(map(len, texts))
+        if texts is None or self.pending_bytes + size > PENDING_TEXT_BYTES:
+            self.pending_ids = []
+            self.pending_texts = []
+            self.pending_bytes = 0
+            self.texts_dropped = True
+        elif not self.texts_dropped:
+            self.pending_ids += range(first, first + rows)
+            self.pending_texts += texts
+            self.pending_bytes += size
+        self.rows += rows
+        self.last_id = first + rows - 1
+
+    def appended_decoded(self, fetched: DecodedRows) -> None:
+        """Take the decoded rows appended through this store; none is pending now."""
+        self.ids += fetched.ids
+        self.items += fetched.items
+        self.appended_after = None
+        self.pending_ids = []
+        self.pending_texts = []
+        self.pending_bytes = 0
+        self.texts_dropped = False
 
     def forget_popped(self, removed: list[int]) -> bool:
         """Drop the rows a pop through this store just deleted; False when they were not
@@ -237,16 +274,6 @@ class SkipsCorruptRows:
         result = DecodedRows()
         self._decode_into(result, rows)
         return result
-
-    def _decode_pending(self, cache: HistoryCache) -> None:
-        """Decode the rows appended through this store (already counted in ``rows``)."""
-        if not cache.pending_texts:
-            return
-        fetched = self._decoded(list(zip(cache.pending_ids, cache.pending_texts, strict=True)))
-        cache.ids += fetched.ids
-        cache.items += fetched.items
-        cache.pending_ids = []
-        cache.pending_texts = []
 
 
 class NewestPop:

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 from histcore._cancellation import to_the_end
 from histcore.exceptions import SessionError
-from histcore.sessions._codec import encode_items_utf8
 from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
 from histcore.sessions.base import (
     InputItem,
@@ -100,9 +99,10 @@ class SQLiteSession(_ClosableSession):
             return
 
         def write() -> bool:
-            # Encoded before the transaction starts: an item that cannot be encoded
-            # raises TypeError naming its position, and nothing is written.
-            return self._store.append(encode_items_utf8(items))
+            # Encoded a chunk at a time inside one transaction (a batch of any size
+            # never holds the text of all of it): an item that cannot be encoded raises
+            # TypeError naming its position, and nothing is written.
+            return self._store.append(items)
 
         if await self._finish_in_worker("add_items", write):
             self._checkpoint_soon()
