@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The OpenAI Agents SDK's own test suite, plain and with histcore's drop-in installed.
 #
-#   scripts/sdk-suite.sh VERSION...                  compare outcomes (CI runs this)
-#   scripts/sdk-suite.sh --regenerate-list VERSION... rewrite the list of tests
+#   scripts/sdk-suite.sh [--python-backend=VERSION]... VERSION...   compare (CI runs this)
+#   scripts/sdk-suite.sh --regenerate-list VERSION...   rewrite the lists of tests
 #
 # VERSION is a release of openai-agents (0.24.0) or X.Y.x for the newest X.Y patch.
 # For each one:
@@ -13,21 +13,35 @@
 #     itself built from that sdist, and histcore (HISTCORE_WHEEL: a wheel, or a source
 #     tree built here; default the checkout);
 #  3. the tests listed in scripts/sdk_suite/lists/VERSION.txt (by id: those that reach a
-#     helper install() replaces) run twice, at the same time: plain, and with
-#     `-p histcore_sdk_plugin --histcore-install` (install() before collection). The
-#     plugin writes each test's outcome; any test whose outcome differs fails the run,
-#     and its id is printed. Both runs use `--assert=plain` (below); the changed tests
-#     run again with pytest's assertion rewriting, so a failure reads as usual.
+#     helper install() replaces) run, $SDK_SUITE_PARALLEL runs at once, each in its own
+#     copy of the sdist tree with its own TMPDIR:
+#       plain;
+#       installed: `-p histcore_sdk_plugin --histcore-install` (install() before
+#         collection), counting the calls that took histcore's own path
+#         (HISTCORE_DROPIN_COUNTS, histcore.openai_agents._path_counts);
+#       guard: `--histcore-guard` (install(guard=True)), noting per test whether the
+#         guard repaired a model input and which rules made it drop;
+#       installed-python (for a VERSION named by --python-backend=): as installed, on
+#         the pure-Python engine (HISTCORE_BACKEND=python).
+#     The plugin writes each test's outcome. Every run is compared with the plain run,
+#     once: any changed outcome fails, except a guard-run change in a test where the
+#     guard repaired an input (printed with its rules) and a test in
+#     scripts/sdk_suite/flaky.txt (seen to flake without histcore; printed). An
+#     installed run also fails when a helper group install() replaced took its own path
+#     in no call, or no listed test reaches it; the counts are printed per group. The
+#     runs use `--assert=plain` (below); changed tests run again with pytest's
+#     assertion rewriting, so a failure reads as usual (that rerun decides nothing).
 #
 # --regenerate-list runs the sdist's whole suite (pytest-xdist, -n $SDK_SUITE_JOBS) with
 # the helpers rebound to recording wrappers, and writes the ids of the tests that
-# reached one.
+# reached one, each with the groups of the helpers it reached.
 #
 # Environment: PYTHON (base interpreter, default python3), HISTCORE_WHEEL,
-# HISTCORE_BACKEND (passed to the installed run; default auto), SDK_SUITE_CACHE
-# (sdists, the uv tool and its download cache; default ~/.cache/histcore-sdk-suite),
-# SDK_SUITE_JOBS (workers for --regenerate-list, default 2), SDK_SUITE_TIMEOUT (seconds
-# per pytest run, default 2400), SDK_SUITE_KEEP=1 (keep the work directory).
+# HISTCORE_BACKEND (engine of the installed and guard runs; default auto),
+# SDK_SUITE_CACHE (sdists, the uv tool and its download cache; default
+# ~/.cache/histcore-sdk-suite), SDK_SUITE_JOBS (workers for --regenerate-list, default
+# 2), SDK_SUITE_PARALLEL (comparison runs at once, default 2), SDK_SUITE_TIMEOUT
+# (seconds per pytest run, default 2400), SDK_SUITE_KEEP=1 (keep the work directory).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +51,7 @@ base_python="${PYTHON:-python3}"
 cache="${SDK_SUITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/histcore-sdk-suite}"
 histcore_source="${HISTCORE_WHEEL:-$repo}"
 jobs="${SDK_SUITE_JOBS:-2}"
+parallel="${SDK_SUITE_PARALLEL:-2}"
 run_timeout="${SDK_SUITE_TIMEOUT:-2400}"
 uv_version="0.13.9"
 
@@ -47,15 +62,24 @@ usage() {
 
 regenerate=0
 versions=()
+python_backend=()
 for arg in "$@"; do
     case "$arg" in
         --regenerate-list) regenerate=1 ;;
+        --python-backend=?*) python_backend+=("${arg#--python-backend=}") ;;
         -h|--help) usage ;;
         -*) echo "sdk-suite: unknown option $arg" >&2; usage ;;
         *) versions+=("$arg") ;;
     esac
 done
 [[ ${#versions[@]} -gt 0 ]] || usage
+for asked in "${python_backend[@]}"; do
+    [[ " ${versions[*]} " == *" $asked "* ]] || {
+        echo "sdk-suite: --python-backend=$asked names no VERSION argument" >&2
+        exit 2
+    }
+done
+[[ "$parallel" =~ ^[1-9][0-9]*$ ]] || { echo "sdk-suite: SDK_SUITE_PARALLEL=$parallel" >&2; exit 2; }
 if [[ "$histcore_source" != *.whl && ! -f "$histcore_source/pyproject.toml" ]]; then
     echo "sdk-suite: HISTCORE_WHEEL=$histcore_source is neither a wheel nor a source tree" >&2
     exit 2
@@ -130,36 +154,94 @@ histcore_target() {
     fi
 }
 
-# A changed outcome counts only if it reproduces: the changed tests run again, one mode
-# after the other, and are compared once more (some SDK tests race other processes and
-# fail now and then in either mode). $1 = version, $2 = the changed test ids, one a line.
-confirm_changes() {
-    local version="$1" changed=()
-    mapfile -t changed < "$2"
-    [[ ${#changed[@]} -gt 0 ]] || return 1
-    log "running the ${#changed[@]} changed tests again, plain then installed"
-    sdk_pytest "$venv" --histcore-outcomes="$work/plain-again-$version.json" "${changed[@]}" \
-        > "$work/plain-again-$version.log" 2>&1 || true
-    sdk_pytest "$venv" --histcore-install --histcore-outcomes="$work/installed-again-$version.json" \
-        "${changed[@]}" > "$work/installed-again-$version.log" 2>&1 || true
-    "$base_python" "$here/suite.py" compare "$work/plain-again-$version.json" \
-        "$work/installed-again-$version.json"
-}
-
-# $1 = venv, $2.. = pytest arguments; runs in the sdist directory ($sdk_dir).
+# $1 = run directory (it gets the sdist tree, sdk/, and a temporary directory, tmp/, of
+# its own), $2.. = pytest arguments; runs in $1/sdk with TMPDIR=$1/tmp, so no two runs
+# share a working directory or temporary files.
 sdk_pytest() {
-    local venv="$1"
+    local dir="$1"
     shift
+    rm -rf "$dir"
+    mkdir -p "$dir/tmp"
+    cp -a "$sdk_dir" "$dir/sdk"
     (
-        cd "$sdk_dir"
-        PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" timeout "$run_timeout" \
+        cd "$dir/sdk"
+        TMPDIR="$dir/tmp" PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" timeout "$run_timeout" \
             "$venv/bin/python" -m pytest -p histcore_sdk_plugin -p no:cacheprovider \
             -q -rN --no-header "$@"
     )
 }
 
+# One comparison run of the listed tests: $1 = its name, $2.. = environment assignments
+# and then plugin options (before the first that starts with --). Writes
+# $work/$1-$version.{json,log}; in the background, at most $parallel at once.
+declare -A run_pid=() run_started=() run_environment=() run_options=()
+start_run() {
+    local name="$1" environment=()
+    shift
+    while [[ $# -gt 0 && "$1" != --* ]]; do
+        environment+=("$1")
+        shift
+    done
+    while [[ $(jobs -rp | wc -l) -ge $parallel ]]; do
+        wait -n || true
+    done
+    run_started[$name]=$SECONDS
+    (
+        for assignment in "${environment[@]}"; do export "${assignment?}"; done
+        code=0
+        sdk_pytest "$work/run-$name-$version" --assert=plain --histcore-select="$selection" \
+            --histcore-outcomes="$work/$name-$version.json" "$@" "${files[@]}" || code=$?
+        # The CPU time of the run's processes (user, system): its cost on a busy machine.
+        times > "$work/$name-$version.cpu"  # its second line: the processes waited for
+        exit $code
+    ) > "$work/$name-$version.log" 2>&1 &
+    run_pid[$name]=$!
+    run_environment[$name]="${environment[*]}"
+    run_options[$name]="$*"
+}
+
+# The CPU seconds (user + system) run $1's processes took, from its `times` line.
+cpu_seconds() {
+    local line
+    line="$(tail -n 1 "$work/$1-$version.cpu" 2>/dev/null || true)"
+    "$base_python" -c '
+import re, sys
+total = sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", sys.argv[1]))
+print(round(total))' "$line"
+}
+
+# Waits for run $1; fails the script when it did not complete.
+finish_run() {
+    local name="$1" code=0
+    wait "${run_pid[$name]}" || code=$?
+    echo "  $name: $(tail -n 1 "$work/$name-$version.log") (pytest exit $code," \
+        "$((SECONDS - ${run_started[$name]})) s from its start, CPU $(cpu_seconds "$name") s)"
+    if [[ $code -gt 1 || ! -f "$work/$name-$version.json" ]]; then
+        echo "sdk-suite: the $name run did not complete (pytest exit code $code):" >&2
+        tail -n 40 "$work/$name-$version.log" >&2
+        exit 1
+    fi
+}
+
+# For reading only (it decides nothing): the changed tests of run $1 again in its mode,
+# with pytest's assertion rewriting, and the end of what they printed.
+explain_changes() {
+    local name="$1" changed=() environment=() options=()
+    mapfile -t changed < <(sed -nE 's/^    ([^ ]+::[^ ]+): .*\[FAIL\]$/\1/p' \
+        "$work/compare-$name-$version.txt" | head -n 20)
+    [[ ${#changed[@]} -gt 0 ]] || return 0
+    read -r -a environment <<< "${run_environment[$name]}"
+    read -r -a options <<< "${run_options[$name]}"
+    echo "  the changed tests of the $name run once more, for their failure output:"
+    (
+        for assignment in "${environment[@]}"; do export "${assignment?}"; done
+        unset HISTCORE_DROPIN_COUNTS  # the run's counts stay the run's
+        sdk_pytest "$work/run-$name-again-$version" "${options[@]}" "${changed[@]}" 2>&1 || true
+    ) | tail -n 60 | sed 's/^/    /'
+}
+
 status=0
-declare -a summary=()
+declare -a summary=() summary_details=()
 for wanted in "${versions[@]}"; do
     started=$SECONDS
     version="$(resolve "$wanted")"
@@ -203,7 +285,8 @@ PY
     if [[ $regenerate -eq 1 ]]; then
         trace="$work/trace-$version.txt"
         set +e
-        sdk_pytest "$venv" -n "$jobs" --histcore-trace="$trace" tests > "$work/trace-$version.log" 2>&1
+        sdk_pytest "$work/run-trace-$version" -n "$jobs" --histcore-trace="$trace" tests \
+            > "$work/trace-$version.log" 2>&1
         code=$?
         set -e
         tail -n 3 "$work/trace-$version.log"
@@ -224,49 +307,77 @@ PY
         echo "sdk-suite: no test file to run for $version" >&2
         exit 1
     fi
-    log "running the listed tests of ${#files[@]} files, plain and installed at once"
-    # --assert=plain: both runs skip pytest's assertion rewriting, which changes only
+    # The runs: plain; installed (counting histcore's own paths); installed with the
+    # guard; and, where asked, installed on the pure-Python engine (counting too).
+    runs=(plain installed guard)
+    pure=0
+    for asked in "${python_backend[@]}"; do
+        [[ "$asked" == "$wanted" || "$asked" == "$version" ]] && pure=1
+    done
+    [[ $pure -eq 1 ]] && runs+=(installed-python)
+    log "running the listed tests of ${#files[@]} files: ${runs[*]} ($parallel at once)"
+    # --assert=plain: the runs skip pytest's assertion rewriting, which changes only
     # the message of a failed assert, not whether it fails, and is redone by every
     # process (no .pyc is cached under PYTHONDONTWRITEBYTECODE): 15 of the 36 s that
-    # collecting 0.24.0's listed files takes. The confirming runs keep it, for
+    # collecting 0.24.0's listed files takes. The rerun of changed tests keeps it, for
     # readable failures.
-    set +e
-    sdk_pytest "$venv" --assert=plain --histcore-select="$selection" \
-        --histcore-outcomes="$work/plain-$version.json" "${files[@]}" \
-        > "$work/plain-$version.log" 2>&1 &
-    plain_pid=$!
-    sdk_pytest "$venv" --assert=plain --histcore-install --histcore-select="$selection" \
-        --histcore-outcomes="$work/installed-$version.json" \
-        "${files[@]}" > "$work/installed-$version.log" 2>&1 &
-    installed_pid=$!
-    wait $plain_pid
-    plain_code=$?
-    wait $installed_pid
-    installed_code=$?
-    set -e
-    for run in plain installed; do
-        code_var="${run}_code"
-        code="${!code_var}"
-        echo "  $run: $(tail -n 1 "$work/$run-$version.log") (pytest exit $code)"
-        if [[ $code -gt 1 || ! -f "$work/$run-$version.json" ]]; then
-            echo "sdk-suite: the $run run did not complete (pytest exit code $code):" >&2
-            tail -n 40 "$work/$run-$version.log" >&2
-            exit 1
+    counts="$work/counts-$version"
+    start_run plain
+    start_run installed "HISTCORE_DROPIN_COUNTS=$counts/installed" --histcore-install
+    start_run guard --histcore-guard --histcore-repairs="$work/repairs-$version.json"
+    if [[ $pure -eq 1 ]]; then
+        start_run installed-python HISTCORE_BACKEND=python \
+            "HISTCORE_DROPIN_COUNTS=$counts/installed-python" --histcore-install
+    fi
+    for run in "${runs[@]}"; do
+        finish_run "$run"
+    done
+    log "runs done"
+
+    # Every outcome must be the plain run's: nothing is rerun to forgive a change (a test
+    # that flakes without histcore too is listed in flaky.txt, with its evidence); the
+    # guard run may differ only in tests where the guard repaired a model input.
+    verdicts=()
+    failed=0
+    for run in "${runs[@]}"; do
+        [[ "$run" == plain ]] && continue
+        extra=()
+        [[ "$run" == guard ]] && extra=(--repairs "$work/repairs-$version.json")
+        if "$base_python" "$here/suite.py" compare "$work/plain-$version.json" \
+            "$work/$run-$version.json" --label "$run" "${extra[@]}" \
+            | tee "$work/compare-$run-$version.txt"; then
+            verdicts+=("$run ok")
+        else
+            failed=1
+            verdicts+=("$run CHANGED")
+            explain_changes "$run"
+        fi
+        if [[ "$run" == installed* ]]; then
+            if "$base_python" "$here/suite.py" paths "$lists" "$version" "$counts/$run" \
+                > "$work/paths-$run-$version.txt"; then
+                verdicts+=("$run paths ok")
+            else
+                failed=1
+                verdicts+=("$run PATHS UNTAKEN")
+            fi
+            cat "$work/paths-$run-$version.txt"
+            summary_details+=("openai-agents $version, $run:" \
+                "$(cat "$work/paths-$run-$version.txt")")
         fi
     done
-    changed_file="$work/changed-$version.txt"
-    if "$base_python" "$here/suite.py" compare "$work/plain-$version.json" \
-        "$work/installed-$version.json" "$changed_file"; then
-        summary+=("ok   openai-agents $version: no changed outcome ($((SECONDS - started))s)")
-    elif confirm_changes "$version" "$changed_file"; then
-        summary+=("ok   openai-agents $version: no changed outcome that reproduces ($((SECONDS - started))s)")
-    else
+    word="ok  "
+    if [[ $failed -eq 1 ]]; then
         status=1
-        summary+=("FAIL openai-agents $version: changed outcomes ($((SECONDS - started))s)")
-        grep -E "^(FAILED|ERROR)" "$work/installed-$version.log" | head -n 40 || true
+        word="FAIL"
     fi
+    joined="$(IFS=,; echo "${verdicts[*]}")"
+    summary+=("$word openai-agents $version: ${joined//,/, } ($((SECONDS - started)) s)")
 done
 
+if [[ ${#summary_details[@]} -gt 0 ]]; then
+    echo
+    printf '%s\n' "${summary_details[@]}"
+fi
 echo
 printf 'sdk-suite: %s\n' "${summary[@]}"
 exit $status

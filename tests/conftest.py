@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -89,6 +91,70 @@ def core() -> ModuleType:
         reason = "HISTCORE_BACKEND=python" if requested_backend() == "python" else "not built"
         pytest.skip(f"Rust extension {CORE_MODULE} not under test ({reason})")
     return load_engine("rust")
+
+
+# --- the SDK is required in CI ------------------------------------------------------
+
+#: Modules of the openai-agents extra. When CI is set, a test that skips for want of one
+#: (an ``importorskip`` anywhere, at collection or in the test, whatever its reason says)
+#: fails instead, as one that needs a missing PostgreSQL does (``tests/support/pg.py``).
+REQUIRED_IN_CI = ("agents", "openai")
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _missing(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def _for_want_of(report: pytest.CollectReport | pytest.TestReport, cause: object) -> str | None:
+    """The required module a skip was for want of: the ImportError it was raised from,
+    or a missing module its reason names; None for any other skip."""
+    while cause is not None:
+        if isinstance(cause, ImportError) and cause.name:
+            top = cause.name.split(".")[0]
+            if top in REQUIRED_IN_CI:
+                return top
+        cause = cause.__cause__ or cause.__context__
+    longrepr = report.longrepr
+    reason = str(longrepr[2] if isinstance(longrepr, tuple) else longrepr)
+    for name in REQUIRED_IN_CI:
+        if name in reason and _missing(name):
+            return name
+    return None
+
+
+def _fail_if_missing_in_ci(
+    report: pytest.CollectReport | pytest.TestReport, cause: object = None
+) -> None:
+    if not report.skipped or hasattr(report, "wasxfail") or not in_ci():
+        return
+    name = _for_want_of(report, cause)
+    if name is not None:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else longrepr
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{name!r} (the openai-agents extra) is required when CI is set; skipped: {reason}"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    outcome = yield
+    _fail_if_missing_in_ci(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    cause = call.excinfo.value.__cause__ if call.excinfo is not None else None
+    _fail_if_missing_in_ci(outcome.get_result(), cause)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -68,13 +69,29 @@ def test_metadata_is_honest() -> None:
 
 
 def test_backend_matches_what_was_installed() -> None:
-    compiled = importlib.util.find_spec("histcore._core") is not None
-    if not compiled:
+    from histcore.engine import backend
+
+    requested = os.environ.get("HISTCORE_BACKEND", "auto").strip().lower() or "auto"
+    spec = importlib.util.find_spec("histcore._core")
+    files = importlib.metadata.files("histcore") or []
+    compiled = [f for f in files if f.name.startswith("_core.") or f.suffix in (".so", ".pyd")]
+    if spec is None:
         # The pure wheel: nothing compiled, and auto (or python) gives the pure twin.
         assert histcore.BACKEND == "python"
-        files = importlib.metadata.files("histcore") or []
-        assert not [f for f in files if f.suffix in (".so", ".pyd")]
-        assert not [f for f in files if f.name.startswith("_core.")]
+        assert backend.engine.__name__ == "histcore.engine.pure"
+        assert not compiled
+        return
+    # The extension is installed: it is histcore's own, and the engine in use unless
+    # the pure twin was asked for.
+    assert spec.origin is not None
+    assert Path(spec.origin).parent == Path(histcore.__file__).parent
+    expected = "python" if requested == "python" else "rust"
+    assert histcore.BACKEND == expected, f"HISTCORE_BACKEND={requested}"
+    engine_module = "histcore.engine.pure" if expected == "python" else "histcore._core"
+    assert backend.engine.__name__ == engine_module
+    if any(f.parts[0] == "histcore" for f in files):
+        # Installed from a wheel (not editable): the extension is one of its files.
+        assert [Path(str(f.locate())).resolve() for f in compiled] == [Path(spec.origin).resolve()]
 
 
 # --- the build backend --------------------------------------------------------------------

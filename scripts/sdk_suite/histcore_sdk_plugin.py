@@ -7,7 +7,17 @@ Loaded with ``-p histcore_sdk_plugin`` (``scripts/sdk_suite`` on ``PYTHONPATH``)
     call ``histcore.openai_agents.install()`` before any test module is collected
     (before the SDK's conftest is imported); refuses to run when the installed SDK is
     not a supported release or a helper group was left unreplaced, since the comparison
-    would then test less than it claims.
+    would then test less than it claims. With ``HISTCORE_DROPIN_COUNTS=DIR`` set, each
+    process counts the calls that took histcore's own path (``_path_counts``), writes
+    them to DIR when its session ends, and writes the groups install() replaced to
+    ``DIR/installation-<pid>.json``.
+``--histcore-guard``
+    as ``--histcore-install``, with ``install(guard=True)``.
+``--histcore-repairs PATH``
+    (with ``--histcore-guard``) write ``{nodeid: {"repaired": n, "dropped": n,
+    "rules": {kind: n}}}`` as JSON for each test during which the guard repaired a model
+    input (``installation().guard.repaired`` grew in its setup, call or teardown), to
+    PATH (PATH.<worker> under pytest-xdist).
 ``--histcore-outcomes PATH``
     write ``{nodeid: outcome}`` as JSON when the session ends; an outcome is one of
     passed, failed, error, skipped, xfailed, xpassed (a test whose setup or teardown
@@ -15,15 +25,17 @@ Loaded with ``-p histcore_sdk_plugin`` (``scripts/sdk_suite`` on ``PYTHONPATH``)
 ``--histcore-trace PATH``
     record which tests reach a helper that ``install()`` replaces (a call of the
     SDK's function, or of a function of the ``json``/``copy`` module that install()
-    swaps in one SDK module), in their setup, call or teardown, and write their ids,
-    one per line, to PATH (PATH.<worker> under pytest-xdist). The helpers are rebound
-    to recording wrappers the way install() rebinds them, before the test modules are
-    collected.
+    swaps in one SDK module), in their setup, call or teardown, and write each one's
+    id and the groups (``_patches.GROUPS`` names) of the helpers it reached, one test
+    per line (``id<TAB>group,group``), to PATH (PATH.<worker> under pytest-xdist). The
+    helpers are rebound to recording wrappers the way install() rebinds them, before
+    the test modules are collected.
 ``--histcore-select PATH``
     run only the tests PATH lists (test ids, or test files meaning every test in
     them; ``#`` starts a comment line); every other collected test is deselected.
 
-Works under pytest-xdist: the controller gathers outcomes, each worker traces itself.
+Works under pytest-xdist: the controller gathers outcomes, each worker traces (and
+counts, and notes repairs) itself.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ import json
 import os
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,6 +57,8 @@ _PHASES = ("setup", "call", "teardown")
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("histcore", "histcore drop-in comparison")
     group.addoption("--histcore-install", action="store_true", default=False)
+    group.addoption("--histcore-guard", action="store_true", default=False)
+    group.addoption("--histcore-repairs", default=None, metavar="PATH")
     group.addoption("--histcore-outcomes", default=None, metavar="PATH")
     group.addoption("--histcore-trace", default=None, metavar="PATH")
     group.addoption("--histcore-select", default=None, metavar="PATH")
@@ -54,36 +69,118 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     # Runs before the SDK's tests/conftest.py is imported: install() is in place before
     # any test module copies a helper into its own namespace.
     options = early_config.known_args_namespace
+    installing = options.histcore_install or options.histcore_guard
+    if options.histcore_repairs and not options.histcore_guard:
+        raise pytest.UsageError("--histcore-repairs needs --histcore-guard")
     if options.histcore_trace:
-        if options.histcore_install:
-            raise pytest.UsageError("--histcore-trace traces the plain SDK, not --histcore-install")
+        if installing:
+            raise pytest.UsageError("--histcore-trace traces the plain SDK, not install()")
         trace = _Trace(os.path.abspath(options.histcore_trace))
         early_config.pluginmanager.register(trace, "histcore-trace")
         trace.start()
-    if options.histcore_install:
-        _install()
+    if installing:
+        guard_counts = _install(early_config, guard=options.histcore_guard)
+        if options.histcore_repairs:
+            repairs = _Repairs(os.path.abspath(options.histcore_repairs), guard_counts)
+            early_config.pluginmanager.register(repairs, "histcore-repairs")
 
 
-def _install() -> None:
+def _install(config: pytest.Config, *, guard: bool) -> Any:
+    """install() (``guard=True`` with ``guard``), checked; the guard's live counts."""
     import warnings
 
     import histcore.openai_agents as accelerator
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        installation = accelerator.install()
+        installation = accelerator.install(guard=True) if guard else accelerator.install()
     if not installation.supported or installation.skipped:
         raise pytest.UsageError(
             f"histcore.openai_agents.install() on openai-agents {installation.sdk_version}: "
             f"supported={installation.supported}, left unreplaced: {installation.skipped}"
         )
+    if guard and getattr(installation, "guard", None) is None:
+        raise pytest.UsageError("install(guard=True) installed no guard")
     import histcore
 
-    sys.stderr.write(
-        f"histcore_sdk_plugin: install() replaced {len(installation.replaced)} bindings "
-        f"(histcore {histcore.__version__}, engine {histcore.BACKEND}, "
-        f"openai-agents {installation.sdk_version})\n"
+    requested = os.environ.get("HISTCORE_BACKEND", "auto").strip().lower() or "auto"
+    if requested != "auto" and histcore.BACKEND != requested:
+        raise pytest.UsageError(
+            f"HISTCORE_BACKEND={requested}, but histcore runs on {histcore.BACKEND}"
+        )
+    # Said once collection is done (output while conftests load is captured).
+    config.pluginmanager.register(
+        _Say(
+            f"histcore_sdk_plugin: install({'guard=True' if guard else ''}) replaced "
+            f"{len(installation.replaced)} bindings (histcore {histcore.__version__}, "
+            f"engine {histcore.BACKEND}, openai-agents {installation.sdk_version})\n"
+        ),
+        "histcore-install-said",
     )
+    counting = os.environ.get("HISTCORE_DROPIN_COUNTS")
+    if counting:
+        from histcore.openai_agents import _patches
+
+        groups = [group.name for group in _patches.GROUPS if group.name not in installation.skipped]
+        os.makedirs(counting, exist_ok=True)
+        path = os.path.join(counting, f"installation-{os.getpid()}.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({"pid": os.getpid(), "groups": groups}, handle)
+        config.pluginmanager.register(_Counts(), "histcore-counts")
+    return getattr(installation, "guard", None)
+
+
+class _Say:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        sys.stderr.write(self.text)
+
+
+class _Counts:
+    """Writes this process's path counts when its session ends (``_path_counts``)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from histcore.openai_agents import _path_counts
+
+        _path_counts.flush()
+
+
+class _Repairs:
+    """Notes, per test, the model inputs the guard repaired while it ran."""
+
+    def __init__(self, path: str, counts: Any) -> None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        self.path = f"{path}.{worker}" if worker else path
+        #: ``installation().guard``: ``repaired``, ``dropped`` and ``rules`` grow live
+        self.counts = counts
+        self.repairs: dict[str, dict[str, Any]] = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        before = _guard_state(self.counts)
+        yield
+        after = _guard_state(self.counts)
+        if after[0] > before[0]:
+            rules = {kind: n - before[2].get(kind, 0) for kind, n in after[2].items()}
+            self.repairs[item.nodeid] = {
+                "repaired": after[0] - before[0],
+                "dropped": after[1] - before[1],
+                "rules": {kind: n for kind, n in sorted(rules.items()) if n > 0},
+            }
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        with open(self.path, "w", encoding="utf-8") as handle:
+            json.dump(dict(sorted(self.repairs.items())), handle, indent=0)
+            handle.write("\n")
+
+
+def _guard_state(counts: Any) -> tuple[int, int, dict[str, int]]:
+    return int(counts.repaired), int(counts.dropped), dict(counts.rules)
 
 
 # --- outcomes ----------------------------------------------------------------------
@@ -142,7 +239,7 @@ class _Outcomes:
 class _RecordingModule:
     """A module stand-in that notes every call of one of its functions, then makes it."""
 
-    def __init__(self, real: types.ModuleType, note: Any) -> None:
+    def __init__(self, real: types.ModuleType, note: Callable[[], None]) -> None:
         self._real = real
         self._note = note
 
@@ -153,7 +250,7 @@ class _RecordingModule:
         return value
 
 
-def _recording(original: Any, note: Any) -> Any:
+def _recording(original: Any, note: Callable[[], None]) -> Any:
     if isinstance(original, types.ModuleType):
         return _RecordingModule(original, note)
     import functools
@@ -185,11 +282,14 @@ class _Trace:
         worker = os.environ.get("PYTEST_XDIST_WORKER")
         self.path = f"{path}.{worker}" if worker else path
         self.current: str | None = None
-        self.reached: set[str] = set()
+        self.reached: dict[str, set[str]] = {}
 
-    def note(self) -> None:
-        if self.current is not None:
-            self.reached.add(self.current)
+    def noting(self, group: str) -> Callable[[], None]:
+        def note() -> None:
+            if self.current is not None:
+                self.reached.setdefault(self.current, set()).add(group)
+
+        return note
 
     def start(self) -> None:
         from histcore.openai_agents import _patches
@@ -198,10 +298,11 @@ class _Trace:
         for group in _patches.GROUPS:
             module = importlib.import_module(group.module)
             planned = []
+            note = self.noting(group.name)
             for target in group.targets:
                 original = getattr(target.holder(module), target.attr)
                 planned.append(
-                    _patches.Planned(target, original, _recording(original, self.note), Watch([]))
+                    _patches.Planned(target, original, _recording(original, note), Watch([]))
                 )
             _patches.bind(group, planned)
 
@@ -214,7 +315,10 @@ class _Trace:
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         with open(self.path, "w", encoding="utf-8") as handle:
-            handle.writelines(f"{path}\n" for path in sorted(self.reached))
+            handle.writelines(
+                f"{nodeid}\t{','.join(sorted(groups))}\n"
+                for nodeid, groups in sorted(self.reached.items())
+            )
 
 
 # --- selection ---------------------------------------------------------------------
@@ -225,7 +329,7 @@ class _Select:
 
     def __init__(self, path: str) -> None:
         with open(path, encoding="utf-8") as handle:
-            lines = [line.strip() for line in handle]
+            lines = [line.split("\t", 1)[0].strip() for line in handle]
         entries = {line for line in lines if line and not line.startswith("#")}
         self.ids = {entry for entry in entries if "::" in entry}
         self.files = entries - self.ids

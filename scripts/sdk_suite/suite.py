@@ -3,12 +3,19 @@
 suite.py files LISTS_DIR VERSION SDK_DIR SELECTION   the test files to run, one per
     line; the listed entries this sdist holds go to SELECTION (--histcore-select)
 suite.py write-list LISTS_DIR VERSION TRACE...  merge trace files into the list
-suite.py compare PLAIN.json INSTALLED.json [CHANGED.txt]   print counts; exit 1 on a
-    changed outcome (and write the changed test ids to CHANGED.txt)
+suite.py compare PLAIN.json OTHER.json --label NAME [--flaky FILE] [--repairs PATH]...
+    print counts; exit 1 on a changed outcome that is neither a listed flaky test's nor,
+    with --repairs (a guard run), one in a test during which the guard repaired a model
+    input (those are printed with the rules that made it drop)
+suite.py paths LISTS_DIR VERSION COUNTS_DIR   print, per helper group install()
+    replaced, the calls that took histcore's own path and the fallbacks (summed over
+    every process's counts file); exit 1 when a replaced group has no call of its own,
+    or no test in the version's list traced it
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -17,22 +24,36 @@ from pathlib import Path
 
 HEADER = """\
 # Tests of the openai-agents {version} sdist that reach a helper histcore's install()
-# replaces (found by instrumenting those helpers over the whole suite), by test id; a
-# line without "::" names a whole test file. scripts/sdk-suite.sh runs each of them
-# plain and with install() and compares.
+# replaces (found by instrumenting those helpers over the whole suite), by test id,
+# each followed by a tab and the helper groups (histcore.openai_agents._patches.GROUPS)
+# it reached. scripts/sdk-suite.sh runs each of them plain and with install() and
+# compares; a group no test reaches fails the run.
 # Regenerate: scripts/sdk-suite.sh --regenerate-list {version}
 """
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "collect-error")
+
+#: The tests known to change outcome in plain runs too (see the file's header).
+FLAKY = Path(__file__).with_name("flaky.txt")
 
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
+def _entries(path: Path) -> list[tuple[str, frozenset[str]]]:
+    """A list's (test id or file, groups) lines; ``#`` starts a comment line."""
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        nodeid, _, groups = line.partition("\t")
+        entries.append((nodeid.strip(), frozenset(filter(None, groups.strip().split(",")))))
+    return entries
+
+
 def _read_list(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return [nodeid for nodeid, _ in _entries(path)]
 
 
 def list_for(lists: Path, version: str) -> tuple[Path, bool]:
@@ -84,18 +105,26 @@ def files(lists: Path, version: str, sdk_dir: Path, selection: Path) -> int:
 
 
 def write_list(lists: Path, version: str, traces: list[Path]) -> int:
-    reached: set[str] = set()
+    reached: dict[str, set[str]] = {}
     for trace in traces:
-        reached |= set(_read_list(trace))
+        for nodeid, groups in _entries(trace):
+            reached.setdefault(nodeid, set()).update(groups)
     if not reached:
         sys.exit("sdk-suite: the traced run reached no replaced helper: refusing an empty list")
     files = {entry.split("::", 1)[0] for entry in reached}
     lists.mkdir(parents=True, exist_ok=True)
     target = lists / f"{version}.txt"
-    text = HEADER.format(version=version) + "".join(f"{name}\n" for name in sorted(reached))
+    text = HEADER.format(version=version) + "".join(
+        f"{nodeid}\t{','.join(sorted(groups))}\n" for nodeid, groups in sorted(reached.items())
+    )
     target.write_text(text, encoding="utf-8")
+    per_group = Counter(group for groups in reached.values() for group in groups)
     print(f"sdk-suite: wrote {len(reached)} test ids ({len(files)} files) to {target}")
+    print("  tests per group: " + ", ".join(f"{g} {n}" for g, n in sorted(per_group.items())))
     return 0
+
+
+# --- comparing outcomes ------------------------------------------------------------
 
 
 def _load(path: Path) -> dict[str, str]:
@@ -111,24 +140,115 @@ def _counts(outcomes: dict[str, str]) -> str:
     return f"{len(outcomes)} tests: " + ", ".join(parts)
 
 
-def compare(plain_path: Path, installed_path: Path, changed_path: Path | None = None) -> int:
-    plain, installed = _load(plain_path), _load(installed_path)
-    print(f"  plain:     {_counts(plain)}")
-    print(f"  installed: {_counts(installed)}")
-    changed = [
-        (nodeid, plain.get(nodeid, "absent"), installed.get(nodeid, "absent"))
-        for nodeid in sorted(plain.keys() | installed.keys())
-        if plain.get(nodeid) != installed.get(nodeid)
-    ]
+def read_flaky(path: Path) -> dict[str, str]:
+    """``{test id: why}`` from the flaky list: ``id | reason: ... | evidence: ...`` lines,
+    each with a reason and its evidence (anything else is refused)."""
+    if not path.exists():
+        return {}
+    flaky: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = [part.strip() for part in line.split(" | ")]
+        fields = dict(part.split(":", 1) for part in parts[1:] if ":" in part)
+        reason, evidence = fields.get("reason", "").strip(), fields.get("evidence", "").strip()
+        if len(parts) != 3 or "::" not in parts[0] or not reason or not evidence:
+            sys.exit(
+                f"sdk-suite: {path}:{number}: expected 'TEST ID | reason: ... | evidence: ...'"
+            )
+        flaky[parts[0]] = f"{reason} ({evidence})"
+    return flaky
+
+
+def _repairs(paths: list[Path]) -> dict[str, dict[str, object]]:
+    merged: dict[str, dict[str, object]] = {}
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            sys.exit(f"sdk-suite: {path} is not a repair map")
+        merged.update(data)
+    return merged
+
+
+def compare(
+    plain_path: Path,
+    other_path: Path,
+    label: str,
+    flaky_path: Path = FLAKY,
+    repair_paths: list[Path] | None = None,
+) -> int:
+    """0 when every test's outcome is the plain run's, or differs only where forgiven."""
+    plain, other = _load(plain_path), _load(other_path)
+    flaky = read_flaky(flaky_path)
+    repairs = _repairs(repair_paths) if repair_paths is not None else {}
+    width = max(len("plain"), len(label)) + 1
+    print(f"  {'plain:':<{width}} {_counts(plain)}")
+    print(f"  {label + ':':<{width}} {_counts(other)}")
     if not plain:
         print("  no test ran: nothing was compared")
         return 1
-    print(f"  changed outcomes: {len(changed)}")
+    changed = [
+        (nodeid, plain.get(nodeid, "absent"), other.get(nodeid, "absent"))
+        for nodeid in sorted(plain.keys() | other.keys())
+        if plain.get(nodeid) != other.get(nodeid)
+    ]
+    failing = 0
+    print(f"  changed outcomes ({label}): {len(changed)}")
     for nodeid, before, after in changed:
-        print(f"    {nodeid}: {before} -> {after}")
-    if changed_path is not None:
-        changed_path.write_text("".join(f"{nodeid}\n" for nodeid, _, _ in changed))
-    return 1 if changed else 0
+        repair = repairs.get(nodeid)
+        if repair is not None:
+            rules = repair.get("rules") or {}
+            named = ", ".join(f"{kind} x{n}" for kind, n in dict(rules).items()) or "no rule"
+            why = f"accepted: the guard repaired {repair.get('repaired')} input(s) ({named})"
+        elif nodeid in flaky:
+            why = f"forgiven: listed flaky, {flaky[nodeid]}"
+        else:
+            failing += 1
+            why = "FAIL"
+        print(f"    {nodeid}: {before} -> {after}  [{why}]")
+    return 1 if failing else 0
+
+
+# --- histcore's own paths ----------------------------------------------------------
+
+
+def paths(lists: Path, version: str, counts_dir: Path) -> int:
+    """Sum every process's path counts; 1 when a replaced group took no path of its own
+    or no listed test reaches it."""
+    installed: set[str] = set()
+    for path in sorted(counts_dir.glob("installation-*.json")):
+        installed.update(json.loads(path.read_text(encoding="utf-8"))["groups"])
+    if not installed:
+        print(f"  no installation was recorded in {counts_dir}: histcore's paths unchecked")
+        return 1
+    calls: Counter[str] = Counter()
+    fallbacks: Counter[str] = Counter()
+    processes = 0
+    for path in sorted(counts_dir.glob("dropin-counts-*.json")):
+        processes += 1
+        for group, targets in json.loads(path.read_text(encoding="utf-8"))["groups"].items():
+            for made, fell_back in targets.values():
+                calls[group] += made
+                fallbacks[group] += fell_back
+    list_path, _ = list_for(lists, version)
+    traced = Counter(group for _, groups in _entries(list_path) for group in groups)
+    failing = []
+    print(f"  histcore's own paths ({processes} process(es) counted; calls, own, fallbacks):")
+    for group in sorted(installed):
+        own = calls[group] - fallbacks[group]
+        problems = []
+        if own <= 0:
+            problems.append("no call took histcore's path")
+        if not traced[group]:
+            problems.append(f"no test of {list_path.name} traced")
+        if problems:
+            failing.append(group)
+        verdict = f"  FAIL: {'; '.join(problems)}" if problems else ""
+        print(
+            f"    {group:<22} {calls[group]:>9} {own:>9} {fallbacks[group]:>9}"
+            f"  ({traced[group]} traced tests){verdict}"
+        )
+    return 1 if failing else 0
 
 
 def main(argv: list[str]) -> int:
@@ -136,8 +256,17 @@ def main(argv: list[str]) -> int:
         return files(Path(argv[1]), argv[2], Path(argv[3]), Path(argv[4]))
     if len(argv) >= 3 and argv[0] == "write-list":
         return write_list(Path(argv[1]), argv[2], [Path(p) for p in argv[3:]])
-    if len(argv) in (3, 4) and argv[0] == "compare":
-        return compare(Path(argv[1]), Path(argv[2]), Path(argv[3]) if len(argv) == 4 else None)
+    if len(argv) == 4 and argv[0] == "paths":
+        return paths(Path(argv[1]), argv[2], Path(argv[3]))
+    if argv[:1] == ["compare"]:
+        parser = argparse.ArgumentParser(prog="suite.py compare")
+        parser.add_argument("plain", type=Path)
+        parser.add_argument("other", type=Path)
+        parser.add_argument("--label", required=True)
+        parser.add_argument("--flaky", type=Path, default=FLAKY)
+        parser.add_argument("--repairs", type=Path, action="append")
+        options = parser.parse_args(argv[1:])
+        return compare(options.plain, options.other, options.label, options.flaky, options.repairs)
     print(__doc__, file=sys.stderr)
     return 2
 
