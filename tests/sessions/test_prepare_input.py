@@ -276,7 +276,7 @@ async def test_bad_input_is_refused(make_session: Factory) -> None:
     session = make_session()
     with pytest.raises(UserError, match="input must be a str or a list of input items, not dict"):
         await prepare_input_with_session(user("a"), session)  # type: ignore[arg-type]
-    with pytest.raises(UserError, match=r"input\[1\] is a int, not an input item"):
+    with pytest.raises(UserError, match=r"input\[1\] is an int, not an input item"):
         await prepare_input_with_session([user("a"), 3], session)
 
 

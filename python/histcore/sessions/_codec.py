@@ -43,6 +43,7 @@ import orjson
 
 from histcore.engine.exact_json import NULL, has_non_finite, long_integer_candidates
 from histcore.engine.items import MAX_DEPTH, plain_json_copy
+from histcore.engine.wording import a_type_name
 from histcore.sessions.rows import CorruptRow, decode_stored, deep_positions
 
 __all__ = [
@@ -165,8 +166,7 @@ def _json_tree(item: Any, index: int) -> Any:
         if dump is not None and callable(dump):
             return tree(_model_dump(value, dump, index, path), depth)
         raise refuse(
-            f"is a {type(value).__name__}, not JSON data (dict, list, str, int, float, "
-            "bool or None)"
+            f"is {a_type_name(value)}, not JSON data (dict, list, str, int, float, bool or None)"
         )
 
     return tree(item, 0)
@@ -207,7 +207,7 @@ def _as_dict(item: Any, index: int) -> dict[str, Any]:
         if isinstance(dumped, dict):
             return dumped
     raise TypeError(
-        f"items[{index}] is a {type(item).__name__}, not an input item "
+        f"items[{index}] is {a_type_name(item)}, not an input item "
         "(a dict or a model with model_dump())"
     )
 

@@ -22,6 +22,7 @@ from histcore.engine.items import (
 from histcore.engine.model_input import drop_units, input_problems, repair_input, window_start
 from histcore.engine.pairing import outputs_after_calls, pair_key, tool_role
 from histcore.engine.vocabulary import METADATA_KEYS
+from histcore.engine.wording import a_type_name
 from histcore.exceptions import UserError
 from histcore.sessions.base import InputItem, Session, SessionInputCallback, resolve_limit
 
@@ -72,7 +73,7 @@ def _check_items(items: list[Any], where: str) -> None:
     for index, item in enumerate(items):
         if not isinstance(item, dict) and not callable(getattr(item, "model_dump", None)):
             raise UserError(
-                f"{where}[{index}] is a {type(item).__name__}, not an input item "
+                f"{where}[{index}] is {a_type_name(item)}, not an input item "
                 "(a dict or a model with model_dump())"
             )
 
