@@ -13,6 +13,7 @@ import asyncio
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -75,16 +76,40 @@ def conversation(streamed: bool) -> list[str]:
     return model.inputs
 
 
+def while_toggling(workers: list[Callable[[], None]], switch_interval: float | None = None) -> None:
+    """Run ``workers`` in threads of their own while two more threads install and
+    uninstall the drop-in in a loop; return once the workers are done, uninstalled."""
+    running = threading.Event()
+    running.set()
+
+    def toggle() -> None:
+        while running.is_set():
+            accelerator.install()
+            accelerator.uninstall()
+
+    working = [threading.Thread(target=worker) for worker in workers]
+    togglers = [threading.Thread(target=toggle) for _ in range(2)]
+    interval = sys.getswitchinterval()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)
+    try:
+        for thread in [*togglers, *working]:
+            thread.start()
+        for thread in working:
+            thread.join()
+    finally:
+        running.clear()
+        for thread in togglers:
+            thread.join()
+        accelerator.uninstall()
+        sys.setswitchinterval(interval)
+
+
 def test_toggling_install_while_conversations_run() -> None:
     accelerator.uninstall()
-    # Switch threads often, so installs land inside a preparation.
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
     expected = {streamed: conversation(streamed) for streamed in (False, True)}
     errors: list[BaseException] = []
     differing: list[bool] = []
-    running = threading.Event()
-    running.set()
 
     def talk(streamed: bool) -> None:
         for _ in range(CONVERSATIONS_PER_THREAD):
@@ -94,24 +119,8 @@ def test_toggling_install_while_conversations_run() -> None:
             except BaseException as exc:
                 errors.append(exc)
 
-    def toggle() -> None:
-        while running.is_set():
-            accelerator.install()
-            accelerator.uninstall()
-
-    talkers = [threading.Thread(target=talk, args=(streamed,)) for streamed in (False, True)]
-    togglers = [threading.Thread(target=toggle) for _ in range(2)]
-    try:
-        for thread in [*togglers, *talkers]:
-            thread.start()
-        for thread in talkers:
-            thread.join()
-    finally:
-        running.clear()
-        for thread in togglers:
-            thread.join()
-        accelerator.uninstall()
-        sys.setswitchinterval(interval)
+    # Switch threads often, so installs land inside a preparation.
+    while_toggling([lambda: talk(False), lambda: talk(True)], switch_interval=1e-5)
     assert not errors, f"{len(errors)} errors, the first: {errors[0]!r}"
     assert differing == []
 
@@ -142,8 +151,6 @@ def test_toggling_install_while_sessions_are_prepared() -> None:
     expected = asyncio.run(reference())
     errors: list[BaseException] = []
     differing: list[int] = []
-    running = threading.Event()
-    running.set()
     calls = [0]
 
     def prepare_repeatedly() -> None:
@@ -161,23 +168,7 @@ def test_toggling_install_while_sessions_are_prepared() -> None:
 
         asyncio.run(main())
 
-    def toggle() -> None:
-        while running.is_set():
-            accelerator.install()
-            accelerator.uninstall()
-
-    preparers = [threading.Thread(target=prepare_repeatedly) for _ in range(2)]
-    togglers = [threading.Thread(target=toggle) for _ in range(2)]
-    try:
-        for thread in [*togglers, *preparers]:
-            thread.start()
-        for thread in preparers:
-            thread.join()
-    finally:
-        running.clear()
-        for thread in togglers:
-            thread.join()
-        accelerator.uninstall()
+    while_toggling([prepare_repeatedly, prepare_repeatedly])
     assert calls[0] >= 10
     assert errors == [], f"{len(errors)} of {calls[0]} calls failed, the first: {errors[0]!r}"
     assert differing == []
