@@ -13,17 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
+from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, OUTPUT_TO_CALL_TYPE
 
 __all__ = [
-    "OUTPUT_TO_CALL_TYPE",
     "outputs_after_calls",
     "outputs_before_call",
     "pair_key",
     "tool_role",
 ]
-
-OUTPUT_TO_CALL_TYPE: dict[str, str] = {output: call for call, output in CALL_TO_OUTPUT_TYPE.items()}
 
 
 def tool_role(item: Any) -> Literal["call", "output"] | None:

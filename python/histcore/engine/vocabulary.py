@@ -9,6 +9,7 @@ __all__ = [
     "CALL_TO_OUTPUT_TYPE",
     "FAKE_ID",
     "METADATA_KEYS",
+    "OUTPUT_TO_CALL_TYPE",
     "OUTPUT_TYPES",
     "PRECURSOR_TYPES",
     "PROGRAM_OWNED_HOSTED_TYPES",
@@ -24,6 +25,7 @@ CALL_TO_OUTPUT_TYPE: dict[str, str] = {
     "tool_search_call": "tool_search_output",
     "program": "program_output",
 }
+OUTPUT_TO_CALL_TYPE: dict[str, str] = {output: call for call, output in CALL_TO_OUTPUT_TYPE.items()}
 OUTPUT_TYPES = frozenset(CALL_TO_OUTPUT_TYPE.values())
 CALL_AND_OUTPUT_TYPES = frozenset(CALL_TO_OUTPUT_TYPE) | OUTPUT_TYPES
 # Items that must keep their earliest position so they never move behind a follower.

@@ -31,7 +31,7 @@ from typing import Any
 
 from histcore.engine.backend import engine
 from histcore.engine.pure.input_rules import PROBLEM_KINDS
-from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
+from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE
 
 __all__ = [
     "LOGGER",
@@ -50,7 +50,6 @@ CALLERS = ("run_single_turn_streamed", "get_new_response")
 LOCALS = ("session", "server_conversation_tracker")
 SERVER_SESSION = "OpenAIConversationsSession"
 
-_OUTPUT_TO_CALL = {output: call for call, output in CALL_TO_OUTPUT_TYPE.items()}
 _PAIRING_KINDS = frozenset({"call_without_output", "call_awaiting_output"})
 
 #: (session, the history prepare_input_with_session read from it) in this task.
@@ -212,8 +211,8 @@ def _repair(
     back: list[Any] = []
     for item in items if server else ():
         kind = item.get("type") if type(item) is dict else None
-        if kind in _OUTPUT_TO_CALL and type(item.get("call_id")) is str:
-            front.append({"type": _OUTPUT_TO_CALL[kind], "call_id": item["call_id"]})
+        if kind in OUTPUT_TO_CALL_TYPE and type(item.get("call_id")) is str:
+            front.append({"type": OUTPUT_TO_CALL_TYPE[kind], "call_id": item["call_id"]})
     for at, kind, _ in problems:
         item = items[at]
         if kind in _PAIRING_KINDS and _pending_hosted_shell(item):

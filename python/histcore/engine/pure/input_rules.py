@@ -18,7 +18,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from histcore.engine.pure.args import as_list as _as_list
-from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, FAKE_ID, OUTPUT_TYPES
+from histcore.engine.vocabulary import (
+    CALL_TO_OUTPUT_TYPE,
+    FAKE_ID,
+    OUTPUT_TO_CALL_TYPE,
+    OUTPUT_TYPES,
+)
 
 __all__ = ["PROBLEM_KINDS", "USER_SIDE_ROLES", "input_problems", "repair_input", "unit_roots"]
 
@@ -32,7 +37,6 @@ PROBLEM_KINDS = {
     "item_without_reasoning": "e",
 }
 
-_OUTPUT_TO_CALL = {output: call for call, output in CALL_TO_OUTPUT_TYPE.items()}
 # Items the user side supplies: a reasoning item never produced one of these.
 _NOT_PRODUCED_TYPES = OUTPUT_TYPES | {"mcp_approval_response", "item_reference"}
 #: Roles of the messages a repair never drops.
@@ -106,7 +110,7 @@ class _Facts:
             )
         elif kind in OUTPUT_TYPES and call_id is not None:
             self.kinds[position] = _OUTPUT
-            self.pairs[position] = (_OUTPUT_TO_CALL[kind], call_id)
+            self.pairs[position] = (OUTPUT_TO_CALL_TYPE[kind], call_id)
         elif kind is not None and kind not in _NOT_PRODUCED_TYPES:
             self.kinds[position] = _PRODUCED
 
