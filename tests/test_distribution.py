@@ -74,7 +74,12 @@ def test_backend_matches_what_was_installed() -> None:
     requested = os.environ.get("HISTCORE_BACKEND", "auto").strip().lower() or "auto"
     spec = importlib.util.find_spec("histcore._core")
     files = importlib.metadata.files("histcore") or []
-    compiled = [f for f in files if f.name.startswith("_core.") or f.suffix in (".so", ".pyd")]
+    # The compiled extension, not its stub (_core.pyi ships in both wheels).
+    compiled = [
+        f
+        for f in files
+        if f.suffix != ".pyi" and (f.name.startswith("_core.") or f.suffix in (".so", ".pyd"))
+    ]
     if spec is None:
         # The pure wheel: nothing compiled, and auto (or python) gives the pure twin.
         assert histcore.BACKEND == "python"
