@@ -436,3 +436,20 @@ async def test_a_postgres_database_made_before_the_versions_table_keeps_counting
         await close_pools()
     finally:
         await pg_execute(f"DROP TABLE IF EXISTS {table}, {table}_versions")
+
+
+async def test_an_unreachable_server_fails_in_one_line_within_the_default_timeout() -> None:
+    pytest.importorskip("psycopg_pool")  # the postgres extra; no server needed
+    from histcore.state_store import PostgresRunStateStore
+
+    store = PostgresRunStateStore("postgresql://someone:s3cret@127.0.0.1:1/nowhere")
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(
+        RunStateStoreError, match=r"cannot connect to PostgreSQL at someone@"
+    ) as info:
+        await store.version("k")
+    # The sessions' 5 s default, not psycopg-pool's 30 s; nothing listens on port 1, so
+    # the refusal is immediate and the bound only matters for a server that never answers.
+    assert asyncio.get_running_loop().time() - started < 5.5
+    assert store._connect_timeout == 5.0
+    assert "\n" not in str(info.value) and "s3cret" not in str(info.value)

@@ -377,7 +377,9 @@ class PostgresRunStateStore(RunStateStore):
 
     Give ``dsn`` (the pool is shared with the sessions of the same DSN in the running
     event loop) or an open autocommit ``pool``, as for ``PostgresSession``. The table
-    is created on first use.
+    is created on first use. A server that does not accept a connection within
+    ``connect_timeout`` seconds (the sessions' default, 5, when not given) is a one-line
+    RunStateStoreError.
     """
 
     def __init__(
@@ -387,7 +389,7 @@ class PostgresRunStateStore(RunStateStore):
         pool: Pool | None = None,
         table: str = "agent_run_states",
         pool_max_size: int = 10,
-        connect_timeout: float = 30.0,
+        connect_timeout: float | None = None,
     ) -> None:
         from histcore.sessions import postgres  # needs the postgres extra
 
@@ -399,7 +401,10 @@ class PostgresRunStateStore(RunStateStore):
         self._dsn = dsn
         self._pool = pool
         self._pool_max_size = pool_max_size
-        self._connect_timeout = connect_timeout
+        # The sessions' default (5 s): a missing server is a one-line error, not a 30 s wait.
+        self._connect_timeout = (
+            postgres.CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+        )
         self.table = check_table_name(table, "table")
         self._versions = f"{self.table}_versions"
         self._schema = [
