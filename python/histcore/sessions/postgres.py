@@ -77,7 +77,7 @@ from histcore.sessions.sql_store import (
     read_window,
 )
 
-__all__ = ["PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
+__all__ = ["CONNECT_TIMEOUT", "PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
 
 _T = TypeVar("_T")
 
