@@ -118,8 +118,8 @@ mod _core {
 
     /// ``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
     /// construction, else NotImplemented: for anything but an exact dict whose ``type`` is
-    /// a str or missing and whose id fields hold no str subclass, and whenever ``watch``
-    /// (a NameWatch) is given and not intact.
+    /// a str or missing, whose ``id`` is a str or missing/None and whose other id fields
+    /// hold no str subclass, and whenever ``watch`` (a NameWatch) is given and not intact.
     #[pyfunction]
     #[pyo3(signature = (item, watch = None))]
     fn screened_dedupe_key<'py>(

@@ -256,9 +256,10 @@ pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
 
 /// `item` as a dict payload when histcore's dedupe key of it is, by construction, the one
 /// the SDK's `_dedupe_key` computes: an exact dict whose `type` is a str (exact) or
-/// missing/None, and whose id fields hold no str subclass (the SDK formats `type` and
-/// those ids with an f-string and looks `type` up in sets, which a subclass or another
-/// type may answer its own way). None otherwise: the caller's original runs.
+/// missing/None, whose `id` is an exact str or missing/None, and whose other id fields
+/// hold no str subclass (the SDK formats `type` and the ids with an f-string, looks `type`
+/// up in sets and compares `id` with `==`, which a subclass or another type may answer
+/// its own way, even by raising). None otherwise: the caller's original runs.
 pub fn screened_payload<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<DictPayload<'py>>> {
     if !item.is_exact_instance_of::<PyDict>() {
         return Ok(None);
@@ -270,11 +271,12 @@ pub fn screened_payload<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<DictPa
             return Ok(None);
         }
     }
-    for name in [
-        intern!(py, "call_id"),
-        intern!(py, "id"),
-        intern!(py, "approval_request_id"),
-    ] {
+    if let Some(identity) = payload.lookup(intern!(py, "id"))? {
+        if !identity.is_none() && !identity.is_exact_instance_of::<PyString>() {
+            return Ok(None);
+        }
+    }
+    for name in [intern!(py, "call_id"), intern!(py, "approval_request_id")] {
         if let Some(value) = payload.lookup(name)? {
             if !value.is_exact_instance_of::<PyString>() && value.is_instance_of::<PyString>() {
                 return Ok(None);

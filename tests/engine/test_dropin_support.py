@@ -48,6 +48,9 @@ def _expected_screen(item: Any) -> bool:
     kind = item.get("type")
     if kind is not None and type(kind) is not str:
         return False
+    # The SDK compares ``id`` with ``==``: anything but a str or None is its to answer.
+    if item.get("id") is not None and type(item.get("id")) is not str:
+        return False
     return not any(
         isinstance(item.get(field), str) and type(item.get(field)) is not str
         for field in ("call_id", "id", "approval_request_id")

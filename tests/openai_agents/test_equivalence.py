@@ -172,6 +172,7 @@ ODD_IDS = st.sampled_from(
         PlainStr("__fake_id__"),
         LoudStr("c1"),
         Kind.CALL,
+        Exploding(),
     ]
 )
 ODD_VALUES = st.one_of(
@@ -314,6 +315,20 @@ REPLACED_LATEST = fast.make_deduplicate(sdk_items.deduplicate_input_items_prefer
 @given(item=st.one_of(history_items(), odd_items()))
 def test_dedupe_key_matches_sdk(item: Any) -> None:
     assert outcome(REPLACED_KEY, item) == outcome(sdk_items._dedupe_key, item)
+
+
+def test_an_id_whose_equality_raises_raises_as_in_the_sdk() -> None:
+    # The SDK compares ``id`` with ``==`` (against its placeholder id): the replacements
+    # must let that comparison raise too, not answer from the engine.
+    items = [{"role": "user", "content": "hi"}, {"type": "reasoning", "id": Exploding()}]
+    expected = outcome(sdk_items._dedupe_key, items[1])
+    assert expected[0] == "raise"
+    assert outcome(REPLACED_KEY, items[1]) == expected
+    for sdk, replaced in (
+        (sdk_items.deduplicate_input_items, REPLACED_FIRST_WINS),
+        (sdk_items.deduplicate_input_items_preferring_latest, REPLACED_LATEST),
+    ):
+        assert_same_objects(outcome(sdk, items), outcome(replaced, items))
 
 
 @SETTINGS

@@ -24,14 +24,18 @@ _ID_FIELDS = ("call_id", "id", "approval_request_id")
 
 
 def _screened(item: Any) -> bool:
-    """An exact dict whose ``type`` is an exact str or missing/None, with no str subclass
-    in an id field: the OpenAI Agents SDK formats ``type`` and the ids with an f-string
-    and looks ``type`` up in sets, which a subclass or another type may answer its own
-    way."""
+    """An exact dict whose ``type`` is an exact str or missing/None, whose ``id`` is an
+    exact str or missing/None, with no str subclass in another id field: the OpenAI
+    Agents SDK formats ``type`` and the ids with an f-string, looks ``type`` up in sets
+    and compares ``id`` with ``==``, which a subclass or another type may answer its
+    own way (even by raising)."""
     if type(item) is not dict:
         return False
     kind = item.get("type")
     if kind is not None and type(kind) is not str:
+        return False
+    identity = item.get("id")
+    if identity is not None and type(identity) is not str:
         return False
     for field in _ID_FIELDS:
         value = item.get(field)
@@ -43,8 +47,8 @@ def _screened(item: Any) -> bool:
 def screened_dedupe_key(item: Any, watch: NameWatch | None = None) -> Any:
     """``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
     construction, else NotImplemented: for anything but an exact dict whose ``type`` is
-    a str or missing and whose id fields hold no str subclass, and whenever ``watch``
-    (a NameWatch) is given and not intact."""
+    a str or missing, whose ``id`` is a str or missing/None and whose other id fields
+    hold no str subclass, and whenever ``watch`` (a NameWatch) is given and not intact."""
     if watch is not None and not watch.intact():
         return NotImplemented
     if not _screened(item):
