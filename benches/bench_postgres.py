@@ -35,8 +35,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from tests.support.pg import require_pg, unique
 
-from histcore.cli.bench.generate import generate_history
 from histcore.sessions import SessionABC, SQLiteSession, prepare_input_with_session
+from histcore.testing import generate_history
 
 _T = TypeVar("_T")
 BACKENDS = ("sqlite", "postgres")

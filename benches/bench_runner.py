@@ -31,9 +31,8 @@ import pytest
 import histcore.runner.run
 import histcore.runner.run_state
 from histcore import Agent, Runner, RunState, function_tool
-from histcore.cli.bench.generate import generate_history
 from histcore.items import deduplicate_input_items_preferring_latest, repair_input
-from histcore.testing import ScriptedModel, function_call, text_message
+from histcore.testing import ScriptedModel, function_call, generate_history, text_message
 
 SMOKE_SIZES = (1_000,)
 FULL_SIZES = (1_000, 10_000, 100_000)

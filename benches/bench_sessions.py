@@ -5,7 +5,7 @@ One pytest-benchmark group per operation and size, holding a ``histcore`` and an
 ``SELECT ... fetchall()``) and ``baseline:select+orjson`` (the same, each row then decoded
 by ``orjson.loads``), for writes ``baseline:executemany`` (the already encoded rows
 inserted by one ``executemany`` in one transaction, WAL mode). All work on the same SQLite
-file (the SDK's tables) holding a generated history (``histcore.cli.bench.generate``):
+file (the SDK's tables) holding a generated history (``histcore.testing.generate_history``):
 
 * ``add_items-N``: append N items to a new file;
 * ``get_items[fresh]-N``: a new session object reads all N items;
@@ -47,9 +47,9 @@ from typing import Any
 import orjson
 import pytest
 
-from histcore.cli.bench.generate import generate_history
 from histcore.items import repair_input
 from histcore.sessions import SQLiteSession, prepare_input_with_session
+from histcore.testing import generate_history
 
 SMOKE_SIZES = (1_000,)
 DEFAULT_SIZES = (1_000, 10_000, 100_000)

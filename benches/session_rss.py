@@ -96,7 +96,7 @@ def _classes(impl: str) -> tuple[Any, Any]:
 
 
 def _history(size: int, seed: int = 7) -> list[Any]:
-    from histcore.cli.bench.generate import generate_history
+    from histcore.testing import generate_history
 
     return generate_history(size, seed=seed)
 

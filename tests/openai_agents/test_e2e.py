@@ -30,9 +30,9 @@ from openai.types.responses import ResponseFunctionToolCall
 
 import histcore.items
 import histcore.openai_agents as accelerator
-from histcore.cli.bench.generate import generate_history
 from histcore.cli.bench.sdk_conversation import ScriptedModel, lookup_tool
 from histcore.openai_agents import _replacements, _session_keys
+from histcore.testing import generate_history
 from tests.support.sqlite import query
 
 SCRIPT = ["Paris", "Rome and Oslo", "delete notes.txt", "Lima"]

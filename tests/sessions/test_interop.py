@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from histcore.cli.bench.generate import generate_history
 from histcore.sessions import SQLiteSession
+from histcore.testing import generate_history
 from tests.support.sqlite import query
 
 sdk_memory = pytest.importorskip("agents.memory")

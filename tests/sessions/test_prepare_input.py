@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from histcore.cli.bench.generate import generate_history
 from histcore.exceptions import UserError
 from histcore.items import repair_input
 from histcore.sessions import (
@@ -23,6 +22,7 @@ from histcore.sessions import (
     prepare_input_with_session,
     save_turn_to_session,
 )
+from histcore.testing import generate_history
 from tests.support.pg import ListSession
 
 Factory = Callable[[], SessionABC]

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from histcore.cli.bench.generate import generate_history
 from histcore.items import input_problems
 from histcore.sessions import SessionSettings, SQLiteSession, prepare_input_with_session
+from histcore.testing import generate_history
 
 SIZES = [*range(1, 40), 97, 150, 333]
 HISTORY = generate_history(600, seed=3)

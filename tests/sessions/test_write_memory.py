@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 import histcore
-from histcore.cli.bench.generate import generate_history
 from histcore.sessions import MemorySession, SQLiteSession
+from histcore.testing import generate_history
 
 needs_proc = pytest.mark.skipif(
     not os.path.exists("/proc/self/status"), reason="reads RSS from /proc/self/status"
@@ -40,7 +40,7 @@ def child_env() -> dict[str, str]:
 _MEASURE = textwrap.dedent(
     """
     import asyncio, gc, json, sys
-    from histcore.cli.bench.generate import generate_history
+    from histcore.testing import generate_history
     from histcore.sessions import MemorySession, SQLiteSession
 
     def status():

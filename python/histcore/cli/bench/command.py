@@ -13,15 +13,14 @@ from histcore.cli.bench.engine import (
     HUGE_SIZE,
     OPERATIONS,
     QUADRATIC_REFERENCE_LIMIT,
-    TARGET_SIZE,
     Backend,
     CorrectnessError,
     Settings,
     load_rust_engine,
     run_suite,
 )
-from histcore.cli.bench.report import LINEARITY_LIMIT, Environment, render, to_json
-from histcore.cli.bench.units import size_label
+from histcore.cli.bench.environment import Environment
+from histcore.cli.bench.report import LINEARITY_LIMIT, render, to_json
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
@@ -47,9 +46,8 @@ to {QUADRATIC_REFERENCE_LIMIT} items.
 The table gives the median time, the SDK/histcore ratio and the time per item; then
 the baselines (a bare loop reading type/id/call_id, orjson with sorted keys) and a
 linearity check (time per item across sizes >= 10^3 within {LINEARITY_LIMIT:g}x).
---targets adds the project's internal performance targets at {size_label(TARGET_SIZE)}
-items (informational: they do not change the exit code). Progress goes to stderr, the
-report to stdout.
+Progress goes to stderr, the report to stdout; --json writes every sample (and the
+machine, versions and commit they were taken with), --plot draws time against size.
 
 A debug build of the Rust engine is refused (exit code 2) unless --allow-debug is
 given; its numbers are then labelled as meaningless."""
@@ -121,6 +119,36 @@ def _repeat(text: str) -> int:
     return value
 
 
+def _plot_path(text: str) -> str:
+    suffix = os.path.splitext(text)[1].lower()
+    if suffix not in (".png", ".svg"):
+        raise argparse.ArgumentTypeError(
+            f"invalid plot path {text!r}: the file name must end in .png or .svg"
+        )
+    return text
+
+
+def _output_problem(option: str, path: str) -> str | None:
+    """Why ``path`` cannot be written to, checked before a long run; None if it can."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        return f"{option}: directory {os.path.dirname(path)!r} does not exist"
+    if os.path.isdir(path):
+        return f"{option}: {path!r} is a directory"
+    return None
+
+
+def _plot_problem(plot_path: str | None) -> str | None:
+    """Why --plot cannot be drawn (checked before any timing); None if it can."""
+    if plot_path is None:
+        return None
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "--plot needs matplotlib: pip install 'histcore[plot]'"
+    return _output_problem("--plot", plot_path)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
@@ -152,9 +180,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="samples per measurement, median reported (default 5; slow calls take fewer)",
     )
-    parser.add_argument(
-        "--json", metavar="PATH", help="also write every sample and verdict as JSON to PATH"
-    )
+    parser.add_argument("--json", metavar="PATH", help="also write every sample as JSON to PATH")
     parser.add_argument(
         "--backend",
         choices=("rust", "python", "both"),
@@ -175,16 +201,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "helpers (sizes default to 10,000 and 100,000 items)",
     )
     parser.add_argument(
-        "--targets",
-        action="store_true",
-        help=f"add a column with the internal performance targets at {size_label(TARGET_SIZE)} "
-        "items and whether each was met (informational; the JSON always has them)",
+        "--plot",
+        type=_plot_path,
+        metavar="PATH",
+        help="also draw time against history size (log-log) to PATH, a .png or .svg file "
+        "(needs matplotlib: pip install 'histcore[plot]')",
     )
     parser.add_argument(
         "--allow-debug",
         action="store_true",
         help="time a debug build of the Rust engine anyway (output labelled meaningless)",
     )
+    from histcore.cli.bench.store import add_store_arguments
+
+    add_store_arguments(parser)
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -208,19 +238,23 @@ class _StderrProgress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from histcore.cli.bench.store import run_store, store_requested
+
+    if store_requested(args):  # --store/--dsn: your own sessions, not generated ones
+        return run_store(args)
     given: tuple[int, ...] | None = args.sizes
     sizes: tuple[int, ...] = (given or DEFAULT_SIZES) + ((HUGE_SIZE,) if args.huge else ())
     backends: tuple[Backend, ...] = (
         ("rust", "python") if args.backend == "both" else (args.backend,)
     )
     json_path: str | None = args.json
-    if json_path is not None:
-        # Checked first, so a long run is not lost to a typo in the output path.
-        directory = os.path.dirname(os.path.abspath(json_path))
-        if not os.path.isdir(directory):
-            return _fail(f"--json: directory {os.path.dirname(json_path)!r} does not exist")
-        if os.path.isdir(json_path):
-            return _fail(f"--json: {json_path!r} is a directory")
+    plot_path: str | None = args.plot
+    # Checked first, so a long run is not lost to a typo in an output path.
+    problem = (None if json_path is None else _output_problem("--json", json_path)) or (
+        _plot_problem(plot_path)
+    )
+    if problem is not None:
+        return _fail(problem)
 
     rust = None
     build_profile: str | None = None
@@ -253,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
 
         sdk_sizes = sizes if given is not None else sdk_conversation.DEFAULT_SIZES
         return sdk_conversation.run_cli(
-            sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path, targets=args.targets
+            sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path, plot_path=plot_path
         )
 
     settings = Settings(
@@ -268,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     except CorrectnessError as exc:
         return _fail(str(exc), code=1)
     environment = Environment.current(build_profile, result.sdk_version)
-    print(render(result, environment, targets=args.targets))
+    print(render(result, environment))
     if json_path is not None:
         try:
             with open(json_path, "w", encoding="utf-8") as out:
@@ -277,4 +311,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"could not write --json {json_path!r}: {exc}", code=1)
         print(f"histcore bench: wrote {json_path}", file=sys.stderr)
+    if plot_path is not None:
+        from histcore.cli.bench import plot
+
+        plot.draw(plot_path, engine=to_json(result, environment))
+        print(f"histcore bench: wrote {plot_path}", file=sys.stderr)
     return 0

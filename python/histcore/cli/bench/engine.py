@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
-from histcore.cli.bench.generate import generate_history, pending_programs, reasoning_run
 from histcore.cli.bench.reference import Reference, bare_loop, load_reference, orjson_sort_keys
 from histcore.cli.bench.timing import Timing, measure, measure_interleaved, timed_call
 from histcore.cli.bench.units import format_seconds, size_label
 from histcore.engine import pure as _pure
+from histcore.testing_histories import generate_history, pending_programs, reasoning_run
 
 __all__ = [
     "BASELINES",
@@ -29,7 +29,6 @@ __all__ = [
     "OPERATIONS",
     "QUADRATIC_REFERENCE_LIMIT",
     "SHAPES",
-    "TARGET_SIZE",
     "Backend",
     "BaselineResult",
     "CaseResult",
@@ -39,7 +38,6 @@ __all__ = [
     "Progress",
     "Settings",
     "SuiteResult",
-    "Target",
     "Workload",
     "load_rust_engine",
     "make_workload",
@@ -53,8 +51,6 @@ Implementation = Literal["rust", "python", "sdk"]
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 HUGE_SIZE = 1_000_000
-#: The performance targets are stated for histories of this many items.
-TARGET_SIZE = 100_000
 #: The SDK's orphan pruning is quadratic on the pathological shapes (a scan of the
 #: whole list per pending program, a forward scan per reasoning item); beyond this
 #: size one call would run for minutes, so its column is left empty there.
@@ -131,23 +127,6 @@ def _callback_input(stored: Items) -> CallbackInput:
 
 
 @dataclass(frozen=True)
-class Target:
-    """A performance goal at ``TARGET_SIZE`` items for the Rust engine."""
-
-    speedup: float
-    """Minimum SDK median / Rust median."""
-    baseline: str | None = None
-    """A baseline the Rust median is compared with, and the maximum ratio to it."""
-    baseline_factor: float = 0.0
-
-    def describe(self) -> str:
-        text = f">={self.speedup:g}x SDK"
-        if self.baseline is not None:
-            text += f", <={self.baseline_factor:g}x {self.baseline}"
-        return text
-
-
-@dataclass(frozen=True)
 class Operation:
     """One engine function as benchmarked: how to call it on each implementation."""
 
@@ -159,13 +138,12 @@ class Operation:
     """How results are compared: same objects, equal values, or equal independent copies."""
     reference_comparable: bool
     """Whether the SDK's result must equal the pure twin's."""
-    target: Target | None
     shapes: tuple[str, ...] = ("history",)
     quadratic_reference_shapes: tuple[str, ...] = ()
     """Shapes on which the SDK's helper is quadratic (run only up to a limit)."""
+    baselines: tuple[str, ...] = ("bare_loop",)
+    """The baselines sampled in the same rounds as the implementations."""
 
-
-_SDK_LOOP_TARGET = Target(15.0, "bare_loop", 2.0)
 
 OPERATIONS: dict[str, Operation] = {
     op.name: op
@@ -177,7 +155,6 @@ OPERATIONS: dict[str, Operation] = {
             lambda sdk, w: sdk.dedupe_keys(w.items),
             "values",
             True,
-            Target(15.0),
         ),
         Operation(
             "dedupe_keys",
@@ -186,7 +163,6 @@ OPERATIONS: dict[str, Operation] = {
             lambda sdk, w: sdk.dedupe_keys(w.items),
             "values",
             True,
-            _SDK_LOOP_TARGET,
         ),
         Operation(
             "deduplicate_input_items",
@@ -195,7 +171,6 @@ OPERATIONS: dict[str, Operation] = {
             lambda sdk, w: sdk.deduplicate_input_items(w.items),
             "objects",
             True,
-            _SDK_LOOP_TARGET,
         ),
         Operation(
             "deduplicate_input_items_preferring_latest",
@@ -204,7 +179,6 @@ OPERATIONS: dict[str, Operation] = {
             lambda sdk, w: sdk.deduplicate_input_items_preferring_latest(w.items),
             "objects",
             True,
-            _SDK_LOOP_TARGET,
             ("history", "pending_programs", "reasoning_run"),
         ),
         Operation(
@@ -214,7 +188,6 @@ OPERATIONS: dict[str, Operation] = {
             lambda sdk, w: sdk.drop_orphan_function_calls(w.items),
             "objects",
             True,
-            _SDK_LOOP_TARGET,
             ("history", "pending_programs", "reasoning_run"),
             ("pending_programs", "reasoning_run"),
         ),
@@ -225,7 +198,6 @@ OPERATIONS: dict[str, Operation] = {
             None,
             "values",
             False,
-            None,
             ("history", "pending_programs", "reasoning_run"),
         ),
         Operation(
@@ -235,7 +207,6 @@ OPERATIONS: dict[str, Operation] = {
             None,
             "objects",
             False,
-            None,
             ("history", "pending_programs", "reasoning_run"),
         ),
         Operation(
@@ -245,7 +216,7 @@ OPERATIONS: dict[str, Operation] = {
             lambda sdk, w: sdk.content_keys(w.items),
             "values",
             False,
-            Target(10.0, "orjson_sort_keys", 1.0),
+            baselines=("bare_loop", "orjson_sort_keys"),
         ),
         Operation(
             "deep_copy_items",
@@ -254,7 +225,6 @@ OPERATIONS: dict[str, Operation] = {
             lambda sdk, w: sdk.deep_copy_items(w.items),
             "copies",
             True,
-            Target(8.0),
         ),
         Operation(
             "classify_callback_output",
@@ -267,7 +237,6 @@ OPERATIONS: dict[str, Operation] = {
             ),
             "values",
             True,
-            Target(10.0),
         ),
     )
 }
@@ -344,8 +313,8 @@ class CaseResult:
     timings: dict[Implementation, Timing] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     baselines: dict[str, Timing] = field(default_factory=dict)
-    """The bare loop over this case's items, and the baseline its target names,
-    sampled in the same rounds as the implementations."""
+    """The operation's baselines over this case's items, sampled in the same rounds as
+    the implementations."""
 
 
 @dataclass(frozen=True)
@@ -504,10 +473,7 @@ def _run_case(
             del got
         calls[implementation], first_seconds[implementation] = call, first
     del expected
-    baselines = ["bare_loop"]
-    target = operation.target
-    if target is not None and target.baseline is not None and target.baseline not in baselines:
-        baselines.append(target.baseline)
+    baselines = operation.baselines
     for name in baselines:
         calls[name] = _bind_baseline(name, workload)
         _, first_seconds[name] = timed_call(calls[name])

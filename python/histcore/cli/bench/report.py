@@ -1,29 +1,23 @@
 """Turning a suite run into the printed table and the JSON document.
 
 The table has one row per function, shape and size: the median of the Rust engine,
-the pure twin and the SDK, the SDK/histcore ratio and histcore's time per item (with
-``targets=True``, ``histcore bench --targets``, also whether the project's internal
-performance target was met at ``TARGET_SIZE``). Baselines and a linearity check (time
-per item across sizes) follow. The JSON document always carries the target verdicts.
+the pure twin and the SDK, the SDK/histcore ratio and histcore's time per item.
+Baselines and a linearity check (time per item across sizes) follow. The JSON document
+holds every sample, and the environment the run was taken in.
 """
 
 from __future__ import annotations
 
-import os
-import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from histcore import __version__
 from histcore.cli.bench.engine import (
-    OPERATIONS,
-    TARGET_SIZE,
-    BaselineResult,
     CaseResult,
     Implementation,
     SuiteResult,
 )
+from histcore.cli.bench.environment import Environment
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
 
@@ -32,13 +26,13 @@ __all__ = [
     "LINEARITY_LIMIT",
     "Environment",
     "LinearityRow",
+    "header",
     "linearity",
     "render",
-    "target_verdict",
     "to_json",
 ]
 
-FORMAT = "histcore-bench/1"
+FORMAT = "histcore-bench/2"
 #: Largest allowed ratio of per-item times between sizes for a pass to count as linear.
 LINEARITY_LIMIT = 2.0
 # Below this size fixed per-call costs dominate, so it says nothing about growth.
@@ -51,95 +45,28 @@ _COLUMN_NAMES: dict[str, str] = {
 }
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-@dataclass(frozen=True)
-class Environment:
-    """Where and with what the numbers were taken."""
-
-    platform: str
-    cpu: str
-    cpu_count: int
-    python: str
-    histcore: str
-    build_profile: str | None
-    """The Rust engine's build profile, None when the Rust engine was not timed."""
-    sdk_version: str | None
-
-    @classmethod
-    def current(cls, build_profile: str | None, sdk_version: str | None) -> Environment:
-        return cls(
-            platform=platform.platform(),
-            cpu=_cpu_model(),
-            cpu_count=os.cpu_count() or 1,
-            python=f"{platform.python_implementation()} {platform.python_version()}",
-            histcore=__version__,
-            build_profile=build_profile,
-            sdk_version=sdk_version,
-        )
-
-    @property
-    def debug(self) -> bool:
-        return self.build_profile is not None and self.build_profile != "release"
-
-    def header(self) -> list[str]:
-        build = self.build_profile or "not timed"
-        lines = [
-            f"histcore {self.histcore} engine benchmark",
-            f"machine: {self.platform}, {self.cpu}, {self.cpu_count} CPUs",
-            f"python: {self.python}   rust engine build: {build}   "
-            f"openai-agents: {self.sdk_version or 'not installed'}",
-        ]
-        if self.debug:
-            lines.append("WARNING: DEBUG BUILD of the Rust engine - its timings are meaningless")
-        return lines
+def header(environment: Environment, title: str) -> list[str]:
+    """The report's first lines: what ran, where, with what."""
+    build = environment.build_profile or "not timed"
+    commit = environment.git_commit
+    taken = environment.date + (f", commit {commit[:12]}" if commit else "")
+    if commit and environment.git_dirty:
+        taken += " (with local changes)"
+    lines = [
+        f"histcore {environment.histcore} {title} ({taken})",
+        f"machine: {environment.machine()}",
+        f"python: {environment.python_implementation} {environment.python}   "
+        f"rust engine build: {build}   "
+        f"openai-agents: {environment.sdk_version or 'not installed'}",
+    ]
+    if environment.debug:
+        lines.append("WARNING: DEBUG BUILD of the Rust engine - its timings are meaningless")
+    return lines
 
 
 def _primary(result: SuiteResult) -> Implementation:
-    """The histcore implementation ratios and targets are about."""
+    """The histcore implementation the ratios are about."""
     return "rust" if "rust" in result.settings.backends else "python"
-
-
-def _baseline_index(baselines: Sequence[BaselineResult]) -> dict[tuple[str, int], Timing]:
-    return {(b.name, b.size): b.timing for b in baselines}
-
-
-def target_verdict(
-    case: CaseResult, baselines: dict[tuple[str, int], Timing]
-) -> tuple[bool | None, str]:
-    """Whether the Rust engine met its target on ``case``: (met or None if n/a, text)."""
-    target = OPERATIONS[case.operation].target
-    rust = case.timings.get("rust")
-    if target is None or case.shape != "history" or case.size < TARGET_SIZE or rust is None:
-        return None, ""
-    sdk = case.timings.get("sdk")
-    if sdk is None:
-        return None, "n/a (no SDK)"
-    misses: list[str] = []
-    speedup = sdk.median / rust.median
-    if speedup < target.speedup:
-        misses.append(f"{speedup:.1f}x < {target.speedup:g}x SDK")
-    if target.baseline is not None:
-        # Prefer the baseline sampled alongside the implementations of this case.
-        baseline = case.baselines.get(target.baseline) or baselines.get(
-            (target.baseline, case.size)
-        )
-        if baseline is not None:
-            factor = rust.median / baseline.median
-            if factor > target.baseline_factor:
-                misses.append(f"{factor:.2f}x > {target.baseline_factor:g}x {target.baseline}")
-    if misses:
-        return False, "MISS: " + "; ".join(misses)
-    return True, f"ok ({target.describe()})"
 
 
 @dataclass(frozen=True)
@@ -148,7 +75,7 @@ class LinearityRow:
     shape: str
     implementation: Implementation | Literal["baseline"]
     ns_per_item: dict[int, float]
-    floor_ns_per_item: dict[int, float]
+    loop_ns_per_item: dict[int, float]
     """The bare loop's time per item over the same items, sampled alongside."""
 
     @property
@@ -158,7 +85,7 @@ class LinearityRow:
         return max(values) / min(values)
 
     @property
-    def floor_spread(self) -> float | None:
+    def spread_vs_bare_loop(self) -> float | None:
         """The spread of the time per item relative to the bare loop's.
 
         Memory slows every pass over a large history, even the bare loop, and a busy
@@ -166,9 +93,9 @@ class LinearityRow:
         once both are divided out.
         """
         relative = [
-            ns / self.floor_ns_per_item[size]
+            ns / self.loop_ns_per_item[size]
             for size, ns in self.ns_per_item.items()
-            if size in self.floor_ns_per_item
+            if size in self.loop_ns_per_item
         ]
         return max(relative) / min(relative) if len(relative) >= 2 else None
 
@@ -181,8 +108,8 @@ class LinearityRow:
             return "-"
         if self.linear:
             return "linear"
-        floor_spread = self.floor_spread
-        if floor_spread is not None and floor_spread <= LINEARITY_LIMIT:
+        spread_vs_bare_loop = self.spread_vs_bare_loop
+        if spread_vs_bare_loop is not None and spread_vs_bare_loop <= LINEARITY_LIMIT:
             return "linear vs bare loop"
         return "NOT LINEAR"
 
@@ -194,7 +121,7 @@ def _ns_per_item(timing: Timing, size: int) -> float:
 def linearity(result: SuiteResult) -> list[LinearityRow]:
     """Per-item time across sizes (>= 10^3) of every pass timed at two sizes or more."""
     per_item: dict[tuple[str, str, Implementation], dict[int, float]] = {}
-    floors: dict[tuple[str, str], dict[int, float]] = {}
+    loops: dict[tuple[str, str], dict[int, float]] = {}
     for case in result.cases:
         if case.size < LINEARITY_MIN_SIZE:
             continue
@@ -204,13 +131,13 @@ def linearity(result: SuiteResult) -> list[LinearityRow]:
             if timing is not None:
                 key = (case.operation, case.shape, implementation)
                 per_item.setdefault(key, {})[case.size] = _ns_per_item(timing, case.size)
-        floor = case.baselines.get("bare_loop")
-        if floor is not None:
-            floors.setdefault((case.operation, case.shape), {})[case.size] = _ns_per_item(
-                floor, case.size
+        loop = case.baselines.get("bare_loop")
+        if loop is not None:
+            loops.setdefault((case.operation, case.shape), {})[case.size] = _ns_per_item(
+                loop, case.size
             )
     rows = [
-        LinearityRow(operation, shape, implementation, sizes, floors.get((operation, shape), {}))
+        LinearityRow(operation, shape, implementation, sizes, loops.get((operation, shape), {}))
         for (operation, shape, implementation), sizes in per_item.items()
         if len(sizes) >= 2
     ]
@@ -252,14 +179,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1)
     return [line(headers), "  ".join("-" * width for width in widths), *map(line, rows)]
 
 
-def render(result: SuiteResult, environment: Environment, *, targets: bool = False) -> str:
-    """The human-readable report: header, results, baselines, linearity, notes.
-
-    ``targets`` adds the column of internal performance targets (met or MISS).
-    """
+def render(result: SuiteResult, environment: Environment) -> str:
+    """The human-readable report: header, results, baselines, linearity, notes."""
     primary = _primary(result)
     primary_name = _COLUMN_NAMES[primary]
-    baselines = _baseline_index(result.baselines)
     notes: dict[str, int] = {}  # note text -> its footnote number
     rows: list[list[str]] = []
     for case in result.cases:
@@ -276,14 +199,9 @@ def render(result: SuiteResult, environment: Environment, *, targets: bool = Fal
         own, sdk = case.timings.get(primary), case.timings.get("sdk")
         cells.append(f"{sdk.median / own.median:.1f}x" if own and sdk else "-")
         cells.append(f"{own.median / case.size * 1e9:.0f}" if own else "-")
-        if targets:
-            cells.append(target_verdict(case, baselines)[1])
         rows.append(cells)
-    lines = list(environment.header())
-    summary = f"median of up to {result.settings.repeat} samples (time.perf_counter)"
-    if targets:
-        summary += f"; targets checked at {size_label(TARGET_SIZE)} items"
-    lines += [summary, ""]
+    lines = header(environment, "engine benchmark")
+    lines += [f"median of up to {result.settings.repeat} samples (time.perf_counter)", ""]
     headers = [
         "function",
         "size",
@@ -293,11 +211,9 @@ def render(result: SuiteResult, environment: Environment, *, targets: bool = Fal
         f"SDK/{primary_name}",
         f"{primary_name} ns/item",
     ]
-    if targets:
-        headers.append("target")
     lines += _table(headers, rows, left=1)
     if result.baselines:
-        lines += ["", "baselines (the floor a pass over the items cannot beat):"]
+        lines += ["", "baselines (a plain pass over the same items, for scale):"]
         lines += _table(
             ["baseline", "size", "median", "ns/item"],
             [
@@ -326,7 +242,7 @@ def render(result: SuiteResult, environment: Environment, *, targets: bool = Fal
                     _COLUMN_NAMES[row.implementation],
                     *(f"{row.ns_per_item[s]:.0f}" if s in row.ns_per_item else "-" for s in sizes),
                     f"{row.spread:.2f}",
-                    "-" if row.floor_spread is None else f"{row.floor_spread:.2f}",
+                    "-" if row.spread_vs_bare_loop is None else f"{row.spread_vs_bare_loop:.2f}",
                     row.verdict(),
                 ]
                 for row in rows_linear
@@ -345,12 +261,9 @@ def _timing_json(timing: Timing, size: int) -> dict[str, Any]:
 
 def to_json(result: SuiteResult, environment: Environment) -> dict[str, Any]:
     """Everything the table shows, with every sample, as plain JSON data."""
-    baselines = _baseline_index(result.baselines)
     settings = result.settings
     cases = []
     for case in result.cases:
-        met, verdict = target_verdict(case, baselines)
-        target = OPERATIONS[case.operation].target
         sdk = case.timings.get("sdk")
         cases.append(
             {
@@ -362,11 +275,6 @@ def to_json(result: SuiteResult, environment: Environment) -> dict[str, Any]:
                 },
                 "sdk_over_rust": _ratio(sdk, case.timings.get("rust")),
                 "sdk_over_python": _ratio(sdk, case.timings.get("python")),
-                "target": {
-                    "description": target.describe() if target else None,
-                    "met": met,
-                    "verdict": verdict,
-                },
                 "notes": list(case.notes),
                 "baselines": {
                     name: _timing_json(timing, case.size) for name, timing in case.baselines.items()
@@ -375,15 +283,7 @@ def to_json(result: SuiteResult, environment: Environment) -> dict[str, Any]:
         )
     return {
         "format": FORMAT,
-        "environment": {
-            "platform": environment.platform,
-            "cpu": environment.cpu,
-            "cpu_count": environment.cpu_count,
-            "python": environment.python,
-            "histcore": environment.histcore,
-            "build_profile": environment.build_profile,
-            "openai_agents": environment.sdk_version,
-        },
+        "environment": environment.to_json(),
         "debug_build": environment.debug,
         "settings": {
             "sizes": sorted(set(settings.sizes)),
@@ -391,7 +291,6 @@ def to_json(result: SuiteResult, environment: Environment) -> dict[str, Any]:
             "backends": list(settings.backends),
             "repeat": settings.repeat,
             "reference": settings.reference,
-            "target_size": TARGET_SIZE,
         },
         "cases": cases,
         "baselines": [
@@ -405,7 +304,7 @@ def to_json(result: SuiteResult, environment: Environment) -> dict[str, Any]:
                 "implementation": row.implementation,
                 "ns_per_item": {str(size): ns for size, ns in sorted(row.ns_per_item.items())},
                 "spread": row.spread,
-                "spread_vs_bare_loop": row.floor_spread,
+                "spread_vs_bare_loop": row.spread_vs_bare_loop,
                 "linear": row.linear,
                 "verdict": row.verdict(),
             }

@@ -8,25 +8,12 @@ For each session size (default 10^4 and 10^5 items) one run times:
   and with ``install(guard=True)``, alternating so all see the same machine load (the
   guard's cost is the guarded turn over the installed one);
 * the same turn as the first one of a fresh Python process (imports and ``install()``
-  done before the clock starts; whatever the first call of anything costs is inside),
-  and once more with the SDK's trace provider built before the clock too: every
-  process's first ``Runner.run`` builds it (an HTTP client for the trace exporter, even
-  with tracing disabled), with or without histcore, so this variant shows what is left
-  of the first turn's extra cost once that fixed setup is out. Both first-turn tables
-  also report the time the garbage collector took inside the timed turn: a fresh
-  process's first turn pays a full collection over everything its imports allocated;
-* once per run, the first turn of a fresh process on an empty session: the floor of
-  every first turn, since an installed turn at any size does that work and more. The
-  first-turn table shows what it leaves reachable: the plain first turn over that floor
-  is the speedup of a history core that took no time at all;
-* each replaced helper on the same history, the SDK's own against histcore's
-  (``sdk_helpers``).
+  done before the clock starts; whatever the first call of anything costs is inside).
 
 Correctness comes first: a plain and an installed turn, each on its own copy of the
 store, must leave identical session contents, send identical model inputs and give the
 same final output; the guarded turn must send ``repair_input`` of the plain turn's model
-input; every helper's result is compared with the SDK's. A mismatch stops the run
-(``CorrectnessError``).
+input. A mismatch stops the run (``CorrectnessError``).
 
 This module imports the SDK, so the command line imports it only for
 ``--openai-agents``.
@@ -40,7 +27,6 @@ import importlib
 import json
 import logging
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -57,21 +43,21 @@ from agents import function_tool as sdk_function_tool
 from agents.items import TResponseInputItem
 from agents.models.interface import Model
 
-from histcore import BACKEND, __version__
+from histcore import BACKEND
 from histcore import openai_agents as accelerator
-from histcore.cli.bench.generate import generate_history
-from histcore.cli.bench.sdk_helpers import CorrectnessError, HelperTiming, time_helpers
+from histcore.cli.bench.environment import Environment
+from histcore.cli.bench.report import header
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
 from histcore.items import repair_input
 from histcore.openai_agents._versions import sdk_version
 from histcore.openai_agents.testing import ScriptedModel
+from histcore.testing_histories import generate_history
 
 __all__ = [
     "DEFAULT_SIZES",
-    "TARGETS",
+    "FORMAT",
     "CorrectnessError",
-    "HelperTiming",
     "ScriptedModel",
     "SdkBenchResult",
     "TurnTiming",
@@ -82,14 +68,17 @@ __all__ = [
     "run_benchmark",
     "run_cli",
     "run_turn",
+    "time_first_turns",
     "to_json",
 ]
 
 DEFAULT_SIZES = (10_000, 100_000)
-#: The turn speedups histcore aims for, by session size (both in-process and first turn).
-TARGETS = {1_000: 5.0, 10_000: 12.0, 100_000: 12.0}
-FORMAT = "histcore-bench-openai-agents/5"
+FORMAT = "histcore-bench-openai-agents/6"
 SESSION_ID = "bench"
+
+
+class CorrectnessError(Exception):
+    """The accelerated SDK did something the plain SDK did not."""
 
 
 # --- the conversation --------------------------------------------------------------
@@ -185,23 +174,11 @@ class TurnTiming:
 
 @dataclass
 class SdkBenchResult:
-    sdk_version: str | None
-    backend: str
-    build_profile: str | None
+    environment: Environment
+    repeat: int = 1
     turns: list[TurnTiming] = field(default_factory=list)
     first_turns: list[TurnTiming] = field(default_factory=list)
-    #: First turns with the SDK's trace provider built before the clock.
-    first_turns_tracing_ready: list[TurnTiming] = field(default_factory=list)
-    helpers: list[HelperTiming] = field(default_factory=list)
     replaced: tuple[str, ...] = ()
-    #: The first turn of a fresh process on an empty session (size 0).
-    first_turn_floor: TurnTiming | None = None
-
-    def reachable(self, turn: TurnTiming) -> float | None:
-        """The most a first turn's speedup could be: its plain time over the floor's."""
-        if self.first_turn_floor is None:
-            return None
-        return turn.plain.median / self.first_turn_floor.installed.median
 
 
 # --- correctness, then timing ------------------------------------------------------
@@ -327,9 +304,20 @@ def _first_turn(store: str, mode: str, workdir: str, tracing_ready: bool) -> tup
     return float(elapsed), float(collecting)
 
 
-def _time_first_turns(
-    store: str, size: int, repeat: int, workdir: str, progress: TextIO, tracing_ready: bool
+def time_first_turns(
+    store: str,
+    size: int,
+    repeat: int,
+    workdir: str,
+    progress: TextIO,
+    *,
+    tracing_ready: bool = False,
 ) -> TurnTiming:
+    """The first turn of a fresh process on a copy of ``store``, plain and installed.
+
+    ``tracing_ready`` builds the SDK's trace provider before the clock starts (every
+    process's first ``Runner.run`` builds it, with or without histcore).
+    """
     samples: dict[str, list[float]] = {"plain": [], "installed": []}
     collecting: dict[str, list[float]] = {"plain": [], "installed": []}
     what = "first turn, trace provider ready" if tracing_ready else "first turn of a fresh process"
@@ -340,7 +328,7 @@ def _time_first_turns(
             elapsed, in_gc = _first_turn(store, mode, workdir, tracing_ready)
             samples[mode].append(elapsed)
             collecting[mode].append(in_gc)
-            progress.write(f" {format_seconds(elapsed)} (GC {format_seconds(in_gc)})\n")
+            progress.write(f" {format_seconds(elapsed)}\n")
 
     def timing(values: list[float]) -> Timing:
         return Timing(statistics.median(values), tuple(values), 1)
@@ -359,20 +347,15 @@ def run_benchmark(
     progress: TextIO | None = None,
     workdir: str | None = None,
 ) -> SdkBenchResult:
-    """Check, then time turns and helpers at each size. Raises CorrectnessError."""
+    """Check, then time turns at each size. Raises CorrectnessError."""
     out = progress if progress is not None else open(os.devnull, "w")
     profile = None
     if BACKEND == "rust":
         profile = str(importlib.import_module("histcore._core").build_profile)
-    result = SdkBenchResult(sdk_version(), BACKEND, profile)
+    result = SdkBenchResult(Environment.current(profile, sdk_version()), repeat)
     result.replaced = accelerator.install().replaced
     accelerator.uninstall()
     with tempfile.TemporaryDirectory(prefix="histcore-sdk-bench-", dir=workdir) as tmp:
-        out.write("an empty session: the floor of a fresh process's first turn\n")
-        empty = os.path.join(tmp, "store-empty.db")
-        build_store(empty, 0)
-        result.first_turn_floor = _time_first_turns(empty, 0, repeat, tmp, out, tracing_ready=False)
-        os.remove(empty)
         for size in sizes:
             out.write(f"{size_label(size)} items: building the store\n")
             out.flush()
@@ -381,13 +364,8 @@ def run_benchmark(
             out.write("  checking a plain and an installed turn give the same results\n")
             _check_turn_pair(store, tmp, "Lisbon and Oslo")
             result.turns.append(_time_turns(store, size, repeat, out))
-            for tracing_ready, turns in (
-                (False, result.first_turns),
-                (True, result.first_turns_tracing_ready),
-            ):
-                turns.append(_time_first_turns(store, size, repeat, tmp, out, tracing_ready))
+            result.first_turns.append(time_first_turns(store, size, repeat, tmp, out))
             os.remove(store)
-            result.helpers += time_helpers(size, repeat, out)
     if progress is None:
         out.close()
     return result
@@ -396,161 +374,70 @@ def run_benchmark(
 # --- report ------------------------------------------------------------------------
 
 
-def target_met(turn: TurnTiming) -> bool | None:
-    """Whether the turn's speedup reaches the target for its size (None: no target)."""
-    target = TARGETS.get(turn.size)
-    return None if target is None else turn.speedup >= target
-
-
-def _verdict(turn: TurnTiming, reachable: float | None = None) -> str:
-    met = target_met(turn)
-    if met is None:
-        return ""
-    verdict = f"{'met' if met else 'MISSED'} (>= {TARGETS[turn.size]:g}x)"
-    if not met and reachable is not None and reachable < TARGETS[turn.size]:
-        verdict += f", at most {reachable:.1f}x over the floor"
-    return verdict
-
-
-def _turn_lines(
-    title: str,
-    turns: list[TurnTiming],
-    result: SdkBenchResult | None = None,
-    targets: bool = False,
-) -> list[str]:
-    """The table of ``turns``; with ``result``, first turns with what the floor leaves."""
-
-    def in_gc(turn: TurnTiming) -> str:
-        if turn.collector is None:
-            return ""
-        plain, installed = (format_seconds(timing.median) for timing in turn.collector)
-        return f"  {plain + ' / ' + installed:>24}"
-
-    collector = any(turn.collector is not None for turn in turns)
-    header = f"  {'in GC: plain / installed':>24}" if collector else ""
+def _turn_lines(title: str, turns: list[TurnTiming]) -> list[str]:
     guarded = any(turn.guarded is not None for turn in turns)
-    if guarded:
-        header += f"  {'with guard':>10}  {'guard cost':>10}"
-    if targets and result is not None and result.first_turn_floor is not None:
-        header += f"  {'at most':>7}"
-    if targets:
-        header += "  target"
+    extra = f"  {'with guard':>10}  {'guard cost':>10}" if guarded else ""
     lines = [
         title,
-        f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}{header}",
+        f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}{extra}",
     ]
     for turn in turns:
-        reachable = None if result is None or not targets else result.reachable(turn)
-        at_most = "" if reachable is None else f"  {reachable:>6.1f}x"
-        verdict = f"  {_verdict(turn, reachable)}" if targets else ""
         guard = ""
         if turn.guarded is not None and turn.guard_cost is not None:
             guard = f"  {format_seconds(turn.guarded.median):>10}  {turn.guard_cost:>+9.1%}"
         lines.append(
             f"{size_label(turn.size):>8}  {format_seconds(turn.plain.median):>10}  "
-            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{in_gc(turn)}"
-            f"{guard}{at_most}{verdict}".rstrip()
+            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{guard}"
         )
     return lines
 
 
-def _floor_lines(floor: TurnTiming) -> list[str]:
-    def timed(timing: Timing, in_gc: Timing | None) -> str:
-        collecting = "" if in_gc is None else f" (GC {format_seconds(in_gc.median)})"
-        return format_seconds(timing.median) + collecting
-
-    plain_gc, installed_gc = floor.collector or (None, None)
-    return [
-        "",
-        "the first turn of a fresh process on an empty session, the floor of the turns above:",
-        f"  plain {timed(floor.plain, plain_gc)}, installed {timed(floor.installed, installed_gc)};"
-        " 'at most' is a plain first turn over the installed floor",
-    ]
-
-
-def render(result: SdkBenchResult, targets: bool = False) -> str:
-    """The report; ``targets`` adds the project's internal targets and first-turn floor."""
-    lines = [
-        f"histcore {__version__} (engine: {result.backend}"
-        + (f", {result.build_profile} build" if result.build_profile else "")
-        + f"), openai-agents {result.sdk_version}, Python {platform.python_version()}"
-        + f" on {platform.machine()}, {os.cpu_count()} CPUs",
+def render(result: SdkBenchResult) -> str:
+    """The report: turns in one process, then the first turn of a fresh process."""
+    lines = header(result.environment, "drop-in benchmark with the OpenAI Agents SDK")
+    lines += [
+        f"engine: {result.environment.backend}; median of {result.repeat} turns",
         "",
         "SDK conversation turn: Runner.run, SQLite session file, session_input_callback,",
-        "one reasoning item + 2 function calls, then an answer (medians; GC on)",
+        "one reasoning item + 2 function calls, then an answer; plain SDK against",
+        "histcore.openai_agents.install() (and install(guard=True))",
+        "",
     ]
-    title = "in one process (the process has run turns before):"
-    lines += _turn_lines(title, result.turns, targets=targets)
+    lines += _turn_lines("in one process (the process has run turns before):", result.turns)
     if result.first_turns:
         title = "the first turn of a fresh process (imports and install() before the clock):"
-        lines += ["", *_turn_lines(title, result.first_turns, result, targets)]
-    if targets and result.first_turn_floor is not None:
-        lines += _floor_lines(result.first_turn_floor)
-    if result.first_turns_tracing_ready:
-        title = "the same, the SDK's trace provider also built before the clock:"
-        lines += ["", *_turn_lines(title, result.first_turns_tracing_ready, targets=targets)]
-    lines += [
-        "",
-        "helpers on the same history (SDK's vs installed; medians; GC paused)",
-        f"{'helper':<46}  {'size':>5}  {'SDK':>9}  {'histcore':>9}  {'speedup':>7}",
-    ]
-    for helper in result.helpers:
-        lines.append(
-            f"{helper.name:<46}  {size_label(helper.size):>5}  "
-            f"{format_seconds(helper.sdk.median):>9}  {format_seconds(helper.histcore.median):>9}"
-            f"  {helper.speedup:>6.1f}x"
-        )
+        lines += ["", *_turn_lines(title, result.first_turns)]
     return "\n".join(lines)
 
 
-def _turn_json(turn: TurnTiming, reachable: float | None = None) -> dict[str, Any]:
+def _turn_json(turn: TurnTiming) -> dict[str, Any]:
     data: dict[str, Any] = {
         "size": turn.size,
         "plain": turn.plain.to_json(),
         "installed": turn.installed.to_json(),
         "speedup": turn.speedup,
-        "target": TARGETS.get(turn.size),
-        "target_met": target_met(turn),
     }
     if turn.collector is not None:
         data["plain_gc"], data["installed_gc"] = (timing.to_json() for timing in turn.collector)
     if turn.guarded is not None:
         data["guarded"] = turn.guarded.to_json()
         data["guard_cost"] = turn.guard_cost
-    if reachable is not None:
-        data["reachable"] = reachable
     return data
 
 
 def to_json(result: SdkBenchResult) -> dict[str, Any]:
     return {
         "format": FORMAT,
-        "histcore": __version__,
-        "backend": result.backend,
-        "build_profile": result.build_profile,
-        "openai_agents": result.sdk_version,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
+        "environment": result.environment.to_json(),
+        "backend": result.environment.backend,
+        "build_profile": result.environment.build_profile,
+        "settings": {
+            "sizes": [turn.size for turn in result.turns],
+            "repeat": result.repeat,
+        },
         "replaced": list(result.replaced),
         "turns": [_turn_json(turn) for turn in result.turns],
-        "first_turns": [_turn_json(turn, result.reachable(turn)) for turn in result.first_turns],
-        "first_turn_floor": (
-            None if result.first_turn_floor is None else _turn_json(result.first_turn_floor)
-        ),
-        "first_turns_tracing_ready": [
-            _turn_json(turn) for turn in result.first_turns_tracing_ready
-        ],
-        "helpers": [
-            {
-                "name": helper.name,
-                "size": helper.size,
-                "sdk": helper.sdk.to_json(),
-                "histcore": helper.histcore.to_json(),
-                "speedup": helper.speedup,
-            }
-            for helper in result.helpers
-        ],
+        "first_turns": [_turn_json(turn) for turn in result.first_turns],
     }
 
 
@@ -560,7 +447,7 @@ def run_cli(
     json_path: str | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
-    targets: bool = False,
+    plot_path: str | None = None,
 ) -> int:
     """What ``histcore bench --openai-agents`` runs: 0 done, 1 a result differed."""
     stdout = out if out is not None else sys.stdout
@@ -570,9 +457,16 @@ def run_cli(
     except CorrectnessError as exc:
         stderr.write(f"histcore bench --openai-agents: error: {exc}\n")
         return 1
-    stdout.write(render(result, targets) + "\n")
+    stdout.write(render(result) + "\n")
+    data = to_json(result)
     if json_path is not None:
         with open(json_path, "w", encoding="utf-8") as handle:
-            json.dump(to_json(result), handle, indent=2)
+            json.dump(data, handle, indent=2)
             handle.write("\n")
+        stderr.write(f"histcore bench: wrote {json_path}\n")
+    if plot_path is not None:
+        from histcore.cli.bench import plot
+
+        plot.draw(plot_path, sdk=data)
+        stderr.write(f"histcore bench: wrote {plot_path}\n")
     return 0

@@ -1,4 +1,4 @@
-"""The benchmark history generators: deterministic, exact length, realistic mix."""
+"""histcore.testing's history generators: deterministic, exact length, realistic mix."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from histcore.cli.bench.generate import (
+from histcore.engine import pure as _pure
+from histcore.testing import (
     DUPLICATE_SHARE,
     MAX_TEXT,
     MIN_TEXT,
@@ -18,7 +19,6 @@ from histcore.cli.bench.generate import (
     pending_programs,
     reasoning_run,
 )
-from histcore.engine import pure as _pure
 
 PROPERTY = settings(max_examples=100, deadline=None)
 

@@ -1,46 +1,43 @@
-"""The replaced helpers of ``histcore bench --openai-agents``, timed against the SDK's.
+"""The SDK helpers ``histcore.openai_agents.install()`` replaces, each against the SDK's own.
 
-Each helper runs on the same history as the SDK reads it back from its store, once as
-the SDK's own function and once as ``install()`` builds its replacement (rebinding
-watch armed, not bound into the SDK's modules); the results must be equal before
-either is timed.
+One pytest-benchmark group per helper and size (``sdk`` and ``histcore`` side by side),
+on a generated history as the SDK reads it back from its store (plain JSON values). Each
+replacement is built exactly as ``install()`` builds it, its rebinding watch armed, but
+not bound into the SDK's modules, so the SDK's own helpers stay the SDK's. Before either
+is timed, the replacement's result must equal the SDK's.
+
+``pytest benches/bench_sdk_helpers.py`` runs each once at 10^3 items as a smoke test
+(``HISTCORE_BENCH_LARGE=1`` adds 10^4 and 10^5); ``--benchmark-enable`` times 10^4 and
+10^5 items. Moved here from ``histcore bench --openai-agents``, which reports whole turns.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="the SDK helpers need openai-agents")
 
 from agents.run_internal import items as sdk_items
 from agents.run_internal import run_loop as sdk_run_loop
 from agents.run_internal import session_persistence as sdk_session
 from agents.util import _json as sdk_json
 
-from histcore.cli.bench.generate import generate_history
-from histcore.cli.bench.timing import Timing, measure_interleaved, timed_call
-from histcore.cli.bench.units import size_label
 from histcore.openai_agents import _patches
+from histcore.testing import generate_history
 
-__all__ = ["CorrectnessError", "HelperTiming", "helper_cases", "time_helpers"]
+SMOKE_SIZES = (1_000,)
+SIZES = (10_000, 100_000)
+# Above this size pytest-benchmark's calibration would run the SDK's helpers for long.
+PEDANTIC_FROM = 100_000
 
-
-class CorrectnessError(Exception):
-    """The accelerated SDK did something the plain SDK did not."""
-
-
-@dataclass(frozen=True)
-class HelperTiming:
-    name: str
-    size: int
-    sdk: Timing
-    histcore: Timing
-
-    @property
-    def speedup(self) -> float:
-        return self.sdk.median / self.histcore.median
+Case = tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], bool]]
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -63,9 +60,7 @@ def _as_installed(group: str) -> dict[str, Any]:
     return replacements
 
 
-def helper_cases(
-    history: list[Any],
-) -> list[tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], bool]]]:
+def helper_cases(history: list[Any]) -> list[Case]:
     """(name, SDK call, histcore call, equal) for every replaced helper."""
     indexes = set(range(len(history)))
     dedupe = _as_installed("dedupe")
@@ -144,24 +139,51 @@ def helper_cases(
     ]
 
 
-def time_helpers(size: int, repeat: int, progress: TextIO) -> list[HelperTiming]:
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _sizes(config: pytest.Config) -> tuple[int, ...]:
+    timing = config.getoption("benchmark_enable", False) or not config.getoption(
+        "benchmark_disable", False
+    )
+    if timing:
+        return SIZES
+    return SMOKE_SIZES + (SIZES if _flag("HISTCORE_BENCH_LARGE") else ())
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "helper" not in metafunc.fixturenames:
+        return
+    names = [name for name, *_ in helper_cases([])]  # no history needed to learn them
+    params = []
+    for size in _sizes(metafunc.config):
+        for name in names:
+            group = f"{name}-{size}"
+            for implementation in ("sdk", "histcore"):
+                params.append(
+                    pytest.param(
+                        (name, size, implementation),
+                        id=f"{group}-{implementation}",
+                        marks=pytest.mark.benchmark(group=group),
+                    )
+                )
+    metafunc.parametrize("helper", params)
+
+
+@functools.lru_cache(maxsize=1)
+def _cases(size: int) -> dict[str, Case]:
     # As the SDK reads it back from its store: plain JSON values.
     history = json.loads(json.dumps(generate_history(size, seed=1)))
-    timings: list[HelperTiming] = []
-    for name, sdk_call, histcore_call, equal in helper_cases(history):
-        progress.write(f"  {name} ... ")
-        progress.flush()
-        expected, sdk_first = timed_call(sdk_call)
-        actual, fast_first = timed_call(histcore_call)
-        if not equal(expected, actual):
-            raise CorrectnessError(f"{name} at {size_label(size)} items differs from the SDK's")
-        del expected, actual
-        measured = measure_interleaved(
-            {"sdk": sdk_call, "histcore": histcore_call},
-            {"sdk": sdk_first, "histcore": fast_first},
-            repeat,
-        )
-        timing = HelperTiming(name, size, measured["sdk"], measured["histcore"])
-        timings.append(timing)
-        progress.write(f"x{timing.speedup:.1f}\n")
-    return timings
+    return {case[0]: case for case in helper_cases(history)}
+
+
+def test_helper(benchmark: Any, helper: tuple[str, int, str]) -> None:
+    name, size, implementation = helper
+    _, sdk_call, histcore_call, same = _cases(size)[name]
+    assert same(sdk_call(), histcore_call()), f"{name} differs from the SDK's at {size} items"
+    call = sdk_call if implementation == "sdk" else histcore_call
+    if size >= PEDANTIC_FROM:
+        benchmark.pedantic(call, rounds=3, iterations=1, warmup_rounds=0)
+    else:
+        benchmark(call)

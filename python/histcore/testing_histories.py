@@ -1,5 +1,7 @@
 """Deterministic, realistic conversation histories for benchmarks and tests.
 
+Import them from ``histcore.testing``, which re-exports every public name here.
+
 Items have the shapes the OpenAI Agents SDK stores: user messages, assistant messages,
 reasoning items, and function calls each followed by their output. About 5% of the
 items are *refreshed duplicates*: a later item repeating the id / call_id of an

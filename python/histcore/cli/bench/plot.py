@@ -1,0 +1,153 @@
+"""``histcore bench --plot``: time against history size, log-log, as a PNG or SVG file.
+
+:func:`draw` works from the JSON documents the command writes, so a script can redraw
+saved runs::
+
+    import json
+    from histcore.cli.bench import plot
+
+    with open("bench.json") as engine, open("sdk.json") as sdk:
+        plot.draw("bench.svg", engine=json.load(engine), sdk=json.load(sdk))
+
+One panel per engine function (on the realistic generated history): the Rust engine,
+the pure-Python twin and the OpenAI Agents SDK's equivalent; with an ``--openai-agents``
+document, also the SDK's conversation turn without and with
+``histcore.openai_agents.install()``, in one process and as a fresh process's first.
+
+matplotlib is optional (``pip install 'histcore[plot]'``) and imported only here, when
+a plot is drawn, on the non-interactive Agg canvas (pyplot is never imported).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["FORMATS", "draw"]
+
+#: The file formats ``draw`` writes, by file name suffix.
+FORMATS = {".png": "png", ".svg": "svg"}
+_COLUMNS = 3
+_PANEL_SIZE = (4.4, 3.4)  # inches
+# (label, colour, marker, line style) per series.
+_ENGINE_SERIES = {
+    "rust": ("histcore (Rust)", "#d62728", "o", "-"),
+    "python": ("histcore (pure Python)", "#ff7f0e", "s", "-"),
+    "sdk": ("OpenAI Agents SDK", "#1f77b4", "^", "--"),
+}
+_TURN_SERIES = {
+    "plain": ("plain SDK", "#1f77b4", "^", "--"),
+    "installed": ("with install()", "#d62728", "o", "-"),
+    "guarded": ("with install(guard=True)", "#9467bd", "d", ":"),
+}
+
+Points = list[tuple[int, float]]
+Panel = tuple[str, dict[str, Points], Mapping[str, tuple[str, str, str, str]]]
+
+
+def _engine_panels(engine: Mapping[str, Any]) -> list[Panel]:
+    """One panel per function on the realistic history, in the order the run listed them."""
+    series: dict[str, dict[str, Points]] = {}
+    for case in engine.get("cases", []):
+        if case.get("shape", "history") != "history":
+            continue
+        lines = series.setdefault(str(case["function"]), {})
+        for implementation, timing in case.get("timings", {}).items():
+            if implementation in _ENGINE_SERIES:
+                point = (int(case["size"]), float(timing["median_s"]))
+                lines.setdefault(implementation, []).append(point)
+    return [(function, lines, _ENGINE_SERIES) for function, lines in series.items()]
+
+
+def _turn_panels(sdk: Mapping[str, Any]) -> list[Panel]:
+    panels: list[Panel] = []
+    for key, title in (
+        ("turns", "SDK turn, in one process"),
+        ("first_turns", "SDK turn, first of a fresh process"),
+    ):
+        lines: dict[str, Points] = {}
+        for turn in sdk.get(key, []):
+            for mode in _TURN_SERIES:
+                timing = turn.get(mode)
+                if timing is not None:
+                    point = (int(turn["size"]), float(timing["median_s"]))
+                    lines.setdefault(mode, []).append(point)
+        if lines:
+            panels.append((title, lines, _TURN_SERIES))
+    return panels
+
+
+def _draw_panel(axes: Axes, panel: Panel) -> None:
+    title, lines, styles = panel
+    for name, (label, colour, marker, style) in styles.items():
+        points = sorted(lines.get(name, []))
+        if not points:
+            continue
+        sizes, seconds = zip(*points, strict=True)
+        axes.plot(sizes, seconds, label=label, color=colour, marker=marker, linestyle=style)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_title(title, fontsize=10)
+    axes.set_xlabel("history size (items)", fontsize=8)
+    axes.set_ylabel("median time (s)", fontsize=8)
+    axes.tick_params(which="both", labelsize=7)
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize=7)
+
+
+def _title(documents: Sequence[Mapping[str, Any]]) -> str:
+    environment: Mapping[str, Any] = next(
+        (doc["environment"] for doc in documents if isinstance(doc.get("environment"), dict)),
+        {},
+    )
+    machine = environment.get("machine") or {}
+    parts = [f"histcore {environment.get('histcore', '?')} benchmark"]
+    if machine:
+        parts.append(f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} CPUs")
+    if environment.get("python"):
+        parts.append(f"Python {environment['python']}")
+    if environment.get("openai_agents"):
+        parts.append(f"openai-agents {environment['openai_agents']}")
+    if environment.get("date"):
+        parts.append(str(environment["date"]))
+    return " - ".join(parts)
+
+
+def draw(
+    path: str, *, engine: dict[str, Any] | None = None, sdk: dict[str, Any] | None = None
+) -> None:
+    """Draw the results to ``path`` (``.png`` or ``.svg``), time against size, log-log.
+
+    ``engine`` is the document ``histcore bench --json`` writes, ``sdk`` the one
+    ``histcore bench --openai-agents --json`` writes; give either or both. Raises
+    ValueError for another suffix or when there is nothing to draw, ImportError
+    without matplotlib.
+    """
+    file_format = FORMATS.get(os.path.splitext(path)[1].lower())
+    if file_format is None:
+        raise ValueError(f"cannot draw {path!r}: the file name must end in .png or .svg")
+    panels = (_engine_panels(engine) if engine else []) + (_turn_panels(sdk) if sdk else [])
+    if not panels:
+        raise ValueError("nothing to draw: no timings in the given results")
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    columns = min(_COLUMNS, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    figure = Figure(figsize=(_PANEL_SIZE[0] * columns, _PANEL_SIZE[1] * rows + 0.6))
+    FigureCanvasAgg(figure)
+    grid = figure.subplots(rows, columns, squeeze=False)
+    for index, axes in enumerate(grid.flat):
+        if index < len(panels):
+            _draw_panel(axes, panels[index])
+        else:
+            axes.set_visible(False)
+    figure.suptitle(_title([doc for doc in (engine, sdk) if doc]), fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, format=file_format)
