@@ -11,9 +11,10 @@
 //! - `py/`: what reads and builds Python objects: argument lists (`args`), item payloads
 //!   and dedupe keys (`extract`), orphan-pruning facts (`orphans`), the canonical walker
 //!   (`encode`) and content keys (`content`), copies (`deepcopy`), `str` text (`text`),
-//!   and when a call releases the GIL (`gil`).
-//! - this file: the `#[pymodule]` declaration; each function only parses its arguments
-//!   and hands them to `py/` and `core/`.
+//!   when a call releases the GIL (`gil`); and each Python function's body, in the
+//!   module of its concern.
+//! - this file: the `#[pymodule]` declaration, a table of bindings: each function states
+//!   its Python signature and docstring, and its body is one call into `py/`.
 //!
 //! `py/` and the module need the `python` Cargo feature (on by default, and named in
 //! `[tool.maturin]`); `cargo test --no-default-features` builds and tests `core/` with
@@ -30,27 +31,11 @@ mod py;
 #[cfg(feature = "python")]
 #[pyo3::pymodule]
 mod _core {
-    use pyo3::exceptions::PyTypeError;
     use pyo3::prelude::*;
-    use pyo3::types::{PyBytes, PyDict, PyList, PySet, PyString, PyTuple};
+    use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
     use crate::core::canonical;
-    use crate::core::classify;
-    use crate::core::dedupe;
-    use crate::core::digits;
-    use crate::core::keys::KeyBuilder;
-    use crate::core::orphans::Pruning;
-    use crate::py::args::{index_mask, new_list, reject_extra, str_tuple, Items};
-    use crate::py::content::{content_key_of, ListContentKeys};
-    use crate::py::deepcopy::{holds_any, Copier, PlainCopier};
-    use crate::py::encode::Encoder;
-    use crate::py::extract::{all_screened, item_key, key_ids, Reader};
-    use crate::py::gil::maybe_detach;
-    use crate::py::input_rules::{self, ListArg};
-    use crate::py::orphans;
-    use crate::py::rows::{decode_rows as decode_rows_of, Decoders};
-    use crate::py::screened_key::screened_key;
-    use crate::py::text::{str_bytes, to_py_string};
+    use crate::py;
 
     #[pymodule_export]
     use crate::py::watch::NameWatch;
@@ -84,14 +69,7 @@ mod _core {
         item: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
-        reject_extra("dedupe_key", extra)?;
-        let mut builder = KeyBuilder::reuse();
-        let key = match item_key(&mut Reader::new(py), item.clone(), &mut builder)? {
-            Some(_) => to_py_string(py, builder.key()).map(Some),
-            None => Ok(None),
-        };
-        builder.recycle();
-        key
+        py::extract::dedupe_key(py, item, extra)
     }
 
     /// ``dedupe_key`` of every item, in order.
@@ -102,18 +80,7 @@ mod _core {
         items: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyList>> {
-        reject_extra("dedupe_keys", extra)?;
-        let items = Items::of(items, "items")?;
-        let mut reader = Reader::new(py);
-        let mut builder = KeyBuilder::default();
-        new_list(py, items.len(), |index| {
-            Ok(
-                match item_key(&mut reader, items.get(index)?, &mut builder)? {
-                    Some(_) => to_py_string(py, builder.key())?.into_any(),
-                    None => py.None().into_bound(py),
-                },
-            )
-        })
+        py::extract::dedupe_keys(py, items, extra)
     }
 
     /// ``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
@@ -127,9 +94,7 @@ mod _core {
         item: &Bound<'py, PyAny>,
         watch: Option<&Bound<'py, NameWatch>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let watch = watch.map(Bound::borrow);
-        Ok(screened_key(py, item, watch.as_deref())?
-            .unwrap_or_else(|| py.NotImplemented().into_bound(py)))
+        py::screened_key::screened_dedupe_key(py, item, watch)
     }
 
     /// The dedupe of an exact list whose every item passes ``screened_dedupe_key``'s
@@ -143,45 +108,17 @@ mod _core {
         preferring_latest: bool,
         watch: Option<PyRef<'py, NameWatch>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let declined = match watch {
-            Some(watch) => !watch.intact(py)?,
-            None => false,
-        };
-        if declined || !items.is_exact_instance_of::<PyList>() {
-            return Ok(py.NotImplemented().into_bound(py));
-        }
-        let items = Items::of(items, "items")?;
-        if !all_screened(&items)? {
-            return Ok(py.NotImplemented().into_bound(py));
-        }
-        let (keys, key_count) = key_ids(&items)?;
-        let picked = if preferring_latest {
-            let slots = maybe_detach(py, items.len(), || {
-                dedupe::preferring_latest(&keys, key_count)
-            });
-            items.pick(&slots)?
-        } else {
-            let ids: Vec<Option<u32>> = keys.iter().map(|key| key.map(|key| key.id)).collect();
-            let kept = maybe_detach(py, items.len(), || dedupe::first_wins(&ids, key_count));
-            items.pick(&kept)?
-        };
-        Ok(picked.into_any())
+        py::screened_key::screened_deduplicate(py, items, preferring_latest, watch)
     }
 
     /// Keep the first occurrence (value and position) of every key.
     #[pyfunction]
     #[pyo3(signature = (items, *extra), text_signature = "(items)")]
     fn deduplicate_input_items<'py>(
-        py: Python<'py>,
         items: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyList>> {
-        reject_extra("deduplicate_input_items", extra)?;
-        let items = Items::of(items, "items")?;
-        let (keys, key_count) = key_ids(&items)?;
-        let ids: Vec<Option<u32>> = keys.iter().map(|key| key.map(|key| key.id)).collect();
-        let kept = maybe_detach(py, items.len(), || dedupe::first_wins(&ids, key_count));
-        items.pick(&kept)
+        py::extract::deduplicate_input_items(items, extra)
     }
 
     /// One item per key holding its latest value, anchored per docs/design.md.
@@ -191,17 +128,10 @@ mod _core {
     #[pyfunction]
     #[pyo3(signature = (items, *extra), text_signature = "(items)")]
     fn deduplicate_input_items_preferring_latest<'py>(
-        py: Python<'py>,
         items: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyList>> {
-        reject_extra("deduplicate_input_items_preferring_latest", extra)?;
-        let items = Items::of(items, "items")?;
-        let (keys, key_count) = key_ids(&items)?;
-        let slots = maybe_detach(py, items.len(), || {
-            dedupe::preferring_latest(&keys, key_count)
-        });
-        items.pick(&slots)
+        py::extract::deduplicate_input_items_preferring_latest(items, extra)
     }
 
     // --- canonical content form ------------------------------------------------------
@@ -214,10 +144,7 @@ mod _core {
         item: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        reject_extra("canonical_json", extra)?;
-        let payload = Reader::new(py).payload(item.clone())?;
-        let mut encoder = Encoder::new(py);
-        Ok(PyBytes::new(py, encoder.encode(&payload)?))
+        py::content::canonical_json(py, item, extra)
     }
 
     /// 16-byte XXH3-128 digest of ``canonical_json(item)`` (big-endian).
@@ -228,9 +155,7 @@ mod _core {
         item: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        reject_extra("content_key", extra)?;
-        let key = content_key_of(&mut Reader::new(py), &mut Encoder::new(py), item)?;
-        Ok(PyBytes::new(py, &key))
+        py::content::content_key(py, item, extra)
     }
 
     /// ``content_key`` of every item, in order.
@@ -241,14 +166,7 @@ mod _core {
         items: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyList>> {
-        reject_extra("content_keys", extra)?;
-        let items = Items::of(items, "items")?;
-        let mut reader = Reader::new(py);
-        let mut encoder = Encoder::new(py);
-        new_list(py, items.len(), |index| {
-            let key = content_key_of(&mut reader, &mut encoder, &items.get(index)?)?;
-            Ok(PyBytes::new(py, &key).into_any())
-        })
+        py::content::content_keys(py, items, extra)
     }
 
     // --- deep copy -------------------------------------------------------------------
@@ -265,10 +183,7 @@ mod _core {
         items: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyList>> {
-        reject_extra("deep_copy_items", extra)?;
-        let items = Items::of(items, "items")?;
-        let mut copier = Copier::new(py);
-        new_list(py, items.len(), |index| copier.copy(&items.get(index)?, 0))
+        py::deepcopy::deep_copy_items(py, items, extra)
     }
 
     /// A copy of items that are plain JSON trees, or None.
@@ -289,26 +204,7 @@ mod _core {
         allow_shared: bool,
         without: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let keys = match without {
-            Some(without) => str_tuple(without, "without")?,
-            None => Vec::new(),
-        };
-        let items = Items::of(items, "items")?;
-        let mut copier = PlainCopier::new(items.len(), allow_shared);
-        let mut copies = Vec::with_capacity(items.len());
-        for index in 0..items.len() {
-            let Some(copy) = copier.copy(&items.get(index)?, 0)? else {
-                return Ok(None);
-            };
-            // Looked up in the copy, whose keys are plain scalars: no user `__eq__` runs.
-            if let Ok(dict) = copy.cast::<PyDict>() {
-                if holds_any(dict, &keys)? {
-                    return Ok(None);
-                }
-            }
-            copies.push(copy);
-        }
-        PyList::new(py, copies).map(Some)
+        py::deepcopy::plain_json_copy(py, items, allow_shared, without)
     }
 
     /// A shallow copy (``dict(item)``) of every item, when ``items`` is an exact list of
@@ -321,31 +217,7 @@ mod _core {
         items: &Bound<'py, PyAny>,
         without: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let keys = str_tuple(without, "without")?;
-        if !items.is_exact_instance_of::<PyList>() {
-            return Ok(py.NotImplemented().into_bound(py));
-        }
-        let items = Items::of(items, "items")?;
-        for index in 0..items.len() {
-            let item = items.get(index)?;
-            let Ok(item) = item.cast_exact::<PyDict>() else {
-                return Ok(py.NotImplemented().into_bound(py));
-            };
-            if holds_any(item, &keys)? {
-                return Ok(py.NotImplemented().into_bound(py));
-            }
-        }
-        let copies = new_list(py, items.len(), |index| {
-            let item = items.get(index)?;
-            match item.cast_exact::<PyDict>() {
-                Ok(item) => Ok(item.copy()?.into_any()),
-                // A key comparison ran user code that replaced an item after the screen.
-                Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "items changed during the copy",
-                )),
-            }
-        })?;
-        Ok(copies.into_any())
+        py::deepcopy::shallow_dict_copies(py, items, without)
     }
 
     // --- orphan-call pruning ---------------------------------------------------------
@@ -367,19 +239,7 @@ mod _core {
         pruning_indexes: Option<&Bound<'py, PyAny>>,
         output_pruning_indexes: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let items = Items::of(items, "items")?;
-        let prunable = index_mask(pruning_indexes, "pruning_indexes", items.len())?;
-        let output_prunable = index_mask(
-            output_pruning_indexes,
-            "output_pruning_indexes",
-            items.len(),
-        )?;
-        let pruning = Pruning {
-            prunable: prunable.as_deref(),
-            output_prunable: output_prunable.as_deref(),
-        };
-        let kept = orphans::kept(&items, &pruning)?;
-        items.pick(&kept)
+        py::orphans::drop_orphan_function_calls(items, pruning_indexes, output_pruning_indexes)
     }
 
     /// ``drop_orphan_function_calls(items, pruning_indexes, output_pruning_indexes=...)``
@@ -398,42 +258,13 @@ mod _core {
         output_pruning_indexes: Option<&Bound<'py, PyAny>>,
         watch: Option<PyRef<'py, NameWatch>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let declined = py.NotImplemented().into_bound(py);
-        if let Some(watch) = watch {
-            if !watch.intact(py)? {
-                return Ok(declined);
-            }
-        }
-        let plain_set = |value: Option<&Bound<'py, PyAny>>| {
-            value.is_none_or(|value| value.is_none() || value.is_exact_instance_of::<PySet>())
-        };
-        if !items.is_exact_instance_of::<PyList>()
-            || !plain_set(pruning_indexes)
-            || !plain_set(output_pruning_indexes)
-        {
-            return Ok(declined);
-        }
-        let items = Items::of(items, "items")?;
-        let masks = index_mask(pruning_indexes, "pruning_indexes", items.len()).and_then(|mask| {
-            let output = index_mask(
-                output_pruning_indexes,
-                "output_pruning_indexes",
-                items.len(),
-            )?;
-            Ok((mask, output))
-        });
-        // Positions that are not ints: the SDK's membership tests decide.
-        let Ok((prunable, output_prunable)) = masks else {
-            return Ok(declined);
-        };
-        let pruning = Pruning {
-            prunable: prunable.as_deref(),
-            output_prunable: output_prunable.as_deref(),
-        };
-        match orphans::screened_kept(&items, &pruning)? {
-            Some(kept) => Ok(items.pick(&kept)?.into_any()),
-            None => Ok(declined),
-        }
+        py::orphans::screened_drop_orphan_function_calls(
+            py,
+            items,
+            pruning_indexes,
+            output_pruning_indexes,
+            watch,
+        )
     }
 
     // --- model-input rules ------------------------------------------------------------
@@ -449,15 +280,7 @@ mod _core {
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut items = ListArg::of(items, "items")?;
-        let rereads = ListArg::may_run_code(history);
-        let history = history
-            .map(|history| ListArg::of(history, "history"))
-            .transpose()?;
-        if rereads {
-            items.reread()?;
-        }
-        input_rules::problems(&items, history.as_ref())
+        py::input_rules::input_problems(items, history)
     }
 
     /// ``items`` without the units that break the model-input rules.
@@ -472,15 +295,7 @@ mod _core {
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut items = ListArg::of(items, "items")?;
-        if ListArg::may_run_code(history) {
-            items.snapshot()?;
-        }
-        let history = history
-            .map(|history| ListArg::of(history, "history"))
-            .transpose()?;
-        let kept = input_rules::kept(&items, history.as_ref())?;
-        items.items.pick(&kept)
+        py::input_rules::repair_input(items, history)
     }
 
     // --- session-callback classification ---------------------------------------------
@@ -498,22 +313,7 @@ mod _core {
         new_items: &Bound<'py, PyAny>,
         combined: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let history = Items::of(history, "history")?;
-        let new_items = Items::of(new_items, "new_items")?;
-        let combined = Items::of(combined, "combined")?;
-        let result = classify::classify(
-            &history.addresses()?,
-            &new_items.addresses()?,
-            &combined.addresses()?,
-            &mut ListContentKeys::new(&history, &new_items, &combined),
-        )?;
-        PyTuple::new(
-            py,
-            [
-                PyList::new(py, result.history_positions)?,
-                PyList::new(py, result.persisted_positions)?,
-            ],
-        )
+        py::content::classify_callback_output(py, history, new_items, combined)
     }
 
     // --- exact JSON decoding ---------------------------------------------------------
@@ -531,26 +331,7 @@ mod _core {
         texts: &Bound<'py, PyAny>,
         extra: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyList>> {
-        reject_extra("long_integer_candidates", extra)?;
-        let texts = Items::of(texts, "texts")?;
-        let mut positions = Vec::new();
-        for index in 0..texts.len() {
-            let text = texts.get(index)?;
-            let found = if let Ok(bytes) = text.cast::<PyBytes>() {
-                digits::has_long_run(bytes.as_bytes())
-            } else if text.is_instance_of::<PyString>() {
-                digits::has_long_run(str_bytes(&text)?.as_bytes())
-            } else {
-                return Err(PyTypeError::new_err(format!(
-                    "texts[{index}] must be str or bytes, not {}",
-                    text.get_type().name()?
-                )));
-            };
-            if found {
-                positions.push(index);
-            }
-        }
-        PyList::new(py, positions)
+        py::rows::long_integer_candidates(py, texts, extra)
     }
 
     /// The JSON values of a session's rows, as a loop ``for (text,) in rows`` decoding
@@ -571,25 +352,7 @@ mod _core {
         exact: &Bound<'py, PyAny>,
         skipped: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let Ok(skipped) = skipped.cast::<PyTuple>() else {
-            return Err(PyTypeError::new_err(format!(
-                "skipped must be a tuple of exception types, not {}",
-                skipped.get_type().name()?
-            )));
-        };
-        if !rows.is_exact_instance_of::<PyList>() {
-            return Ok(py.NotImplemented().into_bound(py));
-        }
-        let rows = Items::of(rows, "rows")?;
-        let decoders = Decoders {
-            fast,
-            exact,
-            skipped,
-        };
-        Ok(match decode_rows_of(&rows, &decoders)? {
-            Some(decoded) => decoded.into_any(),
-            None => py.NotImplemented().into_bound(py),
-        })
+        py::rows::decode_rows(py, rows, fast, exact, skipped)
     }
 
     // --- json.dumps(value, sort_keys=True, default=str) text --------------------------
@@ -603,34 +366,7 @@ mod _core {
         items: &Bound<'py, PyAny>,
         skip: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let left_out = skipped_names(skip)?;
-        let items = Items::of(items, "items")?;
-        let mut walker = crate::py::sorted_json::SortedJson::reuse(py);
-        let texts = new_list(py, items.len(), |index| {
-            let item = items.get(index)?;
-            if !item.is_exact_instance_of::<PyDict>() {
-                return Ok(py.None().into_bound(py));
-            }
-            Ok(match walker.text(&item, &left_out) {
-                Some(bytes) => to_py_string(py, bytes)?.into_any(),
-                None => py.None().into_bound(py),
-            })
-        });
-        walker.recycle();
-        texts
-    }
-
-    /// The top-level keys a sorted-JSON text leaves out, from an optional tuple of str.
-    fn skipped_names<'py>(
-        skip: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Vec<crate::py::text::Text<'py>>> {
-        let mut left_out = Vec::new();
-        if let Some(skip) = skip {
-            for name in str_tuple(skip, "skip")? {
-                left_out.push(crate::py::text::Text::of_str(name.into_any())?);
-            }
-        }
-        Ok(left_out)
+        py::sorted_json::dict_sorted_json_texts(py, items, skip)
     }
 
     /// ``json.dumps(value, sort_keys=True, default=str)`` of a value made only of exact
@@ -644,13 +380,6 @@ mod _core {
         value: &Bound<'py, PyAny>,
         skip: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
-        let left_out = skipped_names(skip)?;
-        let mut walker = crate::py::sorted_json::SortedJson::reuse(py);
-        let text = match walker.text(value, &left_out) {
-            Some(bytes) => to_py_string(py, bytes).map(Some),
-            None => Ok(None),
-        };
-        walker.recycle();
-        text
+        py::sorted_json::sorted_json_text(py, value, skip)
     }
 }

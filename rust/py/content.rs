@@ -1,13 +1,79 @@
-//! Content keys of Python items (canonical bytes hashed), for `content_key` and for the
-//! content pass of callback classification.
+//! The canonical bytes of Python items and their content keys (those bytes hashed): for
+//! `canonical_json`, `content_key(s)` and the content pass of callback classification
+//! (`classify_callback_output`).
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use super::args::Items;
+use super::args::{new_list, reject_extra, Items};
 use super::encode::Encoder;
 use super::extract::Reader;
 use crate::core::canonical;
-use crate::core::classify::ContentKeys;
+use crate::core::classify::{self, ContentKeys};
+
+/// `canonical_json`.
+pub fn canonical_json<'py>(
+    py: Python<'py>,
+    item: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    reject_extra("canonical_json", extra)?;
+    let payload = Reader::new(py).payload(item.clone())?;
+    let mut encoder = Encoder::new(py);
+    Ok(PyBytes::new(py, encoder.encode(&payload)?))
+}
+
+/// `content_key`.
+pub fn content_key<'py>(
+    py: Python<'py>,
+    item: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    reject_extra("content_key", extra)?;
+    let key = content_key_of(&mut Reader::new(py), &mut Encoder::new(py), item)?;
+    Ok(PyBytes::new(py, &key))
+}
+
+/// `content_keys`.
+pub fn content_keys<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyList>> {
+    reject_extra("content_keys", extra)?;
+    let items = Items::of(items, "items")?;
+    let mut reader = Reader::new(py);
+    let mut encoder = Encoder::new(py);
+    new_list(py, items.len(), |index| {
+        let key = content_key_of(&mut reader, &mut encoder, &items.get(index)?)?;
+        Ok(PyBytes::new(py, &key).into_any())
+    })
+}
+
+/// `classify_callback_output`.
+pub fn classify_callback_output<'py>(
+    py: Python<'py>,
+    history: &Bound<'py, PyAny>,
+    new_items: &Bound<'py, PyAny>,
+    combined: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let history = Items::of(history, "history")?;
+    let new_items = Items::of(new_items, "new_items")?;
+    let combined = Items::of(combined, "combined")?;
+    let result = classify::classify(
+        &history.addresses()?,
+        &new_items.addresses()?,
+        &combined.addresses()?,
+        &mut ListContentKeys::new(&history, &new_items, &combined),
+    )?;
+    PyTuple::new(
+        py,
+        [
+            PyList::new(py, result.history_positions)?,
+            PyList::new(py, result.persisted_positions)?,
+        ],
+    )
+}
 
 /// The content key of `item`: the XXH3-128 digest of its canonical bytes.
 pub fn content_key_of<'py>(

@@ -1,19 +1,94 @@
 //! Deep copy of JSON-like items: exact dict/list/tuple are rebuilt, str/int/float/bool/None
 //! shared (immutable), anything else (subclasses included) handed to `copy.deepcopy`. And
-//! the strict variant, [`PlainCopier`], which gives up on anything but plain JSON trees.
+//! the strict variant, [`PlainCopier`], which gives up on anything but plain JSON trees,
+//! and the one-level copies of `shallow_dict_copies`.
 //!
 //! Dicts and lists are first copied at C level (`dict.copy()`, a list slice); only the
 //! members that are themselves containers or foreign objects are then replaced.
 
 use std::collections::HashSet;
 
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use super::args::{new_list, reject_extra, str_tuple, Items};
 use super::encode::depth_error;
 use crate::core::canonical::MAX_DEPTH;
 use crate::core::strings::MixState;
+
+/// `deep_copy_items`.
+pub fn deep_copy_items<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyList>> {
+    reject_extra("deep_copy_items", extra)?;
+    let items = Items::of(items, "items")?;
+    let mut copier = Copier::new(py);
+    new_list(py, items.len(), |index| copier.copy(&items.get(index)?, 0))
+}
+
+/// `plain_json_copy`.
+pub fn plain_json_copy<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    allow_shared: bool,
+    without: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let keys = match without {
+        Some(without) => str_tuple(without, "without")?,
+        None => Vec::new(),
+    };
+    let items = Items::of(items, "items")?;
+    let mut copier = PlainCopier::new(items.len(), allow_shared);
+    let mut copies = Vec::with_capacity(items.len());
+    for index in 0..items.len() {
+        let Some(copy) = copier.copy(&items.get(index)?, 0)? else {
+            return Ok(None);
+        };
+        // Looked up in the copy, whose keys are plain scalars: no user `__eq__` runs.
+        if let Ok(dict) = copy.cast::<PyDict>() {
+            if holds_any(dict, &keys)? {
+                return Ok(None);
+            }
+        }
+        copies.push(copy);
+    }
+    PyList::new(py, copies).map(Some)
+}
+
+/// `shallow_dict_copies`.
+pub fn shallow_dict_copies<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    without: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let keys = str_tuple(without, "without")?;
+    if !items.is_exact_instance_of::<PyList>() {
+        return Ok(py.NotImplemented().into_bound(py));
+    }
+    let items = Items::of(items, "items")?;
+    for index in 0..items.len() {
+        let item = items.get(index)?;
+        let Ok(item) = item.cast_exact::<PyDict>() else {
+            return Ok(py.NotImplemented().into_bound(py));
+        };
+        if holds_any(item, &keys)? {
+            return Ok(py.NotImplemented().into_bound(py));
+        }
+    }
+    let copies = new_list(py, items.len(), |index| {
+        let item = items.get(index)?;
+        match item.cast_exact::<PyDict>() {
+            Ok(item) => Ok(item.copy()?.into_any()),
+            // A key comparison ran user code that replaced an item after the screen.
+            Err(_) => Err(PyRuntimeError::new_err("items changed during the copy")),
+        }
+    })?;
+    Ok(copies.into_any())
+}
 
 /// Whether `dict` holds any of `keys` (the screen of the copies that must leave out the
 /// keys the SDK strips). A lookup compares keys, so a key object's `__eq__` may run.

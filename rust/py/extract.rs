@@ -1,5 +1,6 @@
 //! Reading item facts out of Python objects: the payload an item stands for, dict field
-//! access, and the dedupe key of an item (orphan-pruning facts are read in `orphans`).
+//! access, and the dedupe key of an item (orphan-pruning facts are read in `orphans`);
+//! with those keys, `dedupe_key(s)` and the dedupes (`core::dedupe` decides).
 //!
 //! Dicts, dict subclasses included, are read by what they hold (`dict.get`), never through
 //! methods a subclass overrides (docs/design.md, "User-defined types"). Field lookups
@@ -14,10 +15,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use super::args::Items;
+use super::args::{new_list, reject_extra, Items};
 use super::gil::maybe_detach;
-use super::text::str_bytes;
-use crate::core::dedupe::Keyed;
+use super::text::{str_bytes, to_py_string};
+use crate::core::dedupe::{self, Keyed};
 use crate::core::keys::{Field, ItemFields, KeyBuilder, KeyInfo};
 use crate::core::strings::Strings;
 
@@ -294,4 +295,77 @@ pub fn all_screened(items: &Items<'_>) -> PyResult<bool> {
         }
     }
     Ok(true)
+}
+
+/// `dedupe_key`.
+pub fn dedupe_key<'py>(
+    py: Python<'py>,
+    item: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Option<Bound<'py, PyString>>> {
+    reject_extra("dedupe_key", extra)?;
+    let mut builder = KeyBuilder::reuse();
+    let key = match item_key(&mut Reader::new(py), item.clone(), &mut builder)? {
+        Some(_) => to_py_string(py, builder.key()).map(Some),
+        None => Ok(None),
+    };
+    builder.recycle();
+    key
+}
+
+/// `dedupe_keys`.
+pub fn dedupe_keys<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyList>> {
+    reject_extra("dedupe_keys", extra)?;
+    let items = Items::of(items, "items")?;
+    let mut reader = Reader::new(py);
+    let mut builder = KeyBuilder::default();
+    new_list(py, items.len(), |index| {
+        Ok(
+            match item_key(&mut reader, items.get(index)?, &mut builder)? {
+                Some(_) => to_py_string(py, builder.key())?.into_any(),
+                None => py.None().into_bound(py),
+            },
+        )
+    })
+}
+
+/// `deduplicate_input_items`.
+pub fn deduplicate_input_items<'py>(
+    items: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyList>> {
+    reject_extra("deduplicate_input_items", extra)?;
+    deduplicated(&Items::of(items, "items")?, false)
+}
+
+/// `deduplicate_input_items_preferring_latest`.
+pub fn deduplicate_input_items_preferring_latest<'py>(
+    items: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyList>> {
+    reject_extra("deduplicate_input_items_preferring_latest", extra)?;
+    deduplicated(&Items::of(items, "items")?, true)
+}
+
+/// The dedupe of `items`: first wins, or each key's latest value (docs/design.md).
+pub fn deduplicated<'py>(
+    items: &Items<'py>,
+    preferring_latest: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let py = items.py();
+    let (keys, key_count) = key_ids(items)?;
+    if preferring_latest {
+        let slots = maybe_detach(py, items.len(), || {
+            dedupe::preferring_latest(&keys, key_count)
+        });
+        items.pick(&slots)
+    } else {
+        let ids: Vec<Option<u32>> = keys.iter().map(|key| key.map(|key| key.id)).collect();
+        let kept = maybe_detach(py, items.len(), || dedupe::first_wins(&ids, key_count));
+        items.pick(&kept)
+    }
 }

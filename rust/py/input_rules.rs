@@ -101,6 +101,38 @@ impl<'py> ListArg<'py> {
     }
 }
 
+/// `input_problems`, reading its arguments in the twin's order.
+pub fn input_problems<'py>(
+    items: &Bound<'py, PyAny>,
+    history: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut items = ListArg::of(items, "items")?;
+    let rereads = ListArg::may_run_code(history);
+    let history = history
+        .map(|history| ListArg::of(history, "history"))
+        .transpose()?;
+    if rereads {
+        items.reread()?;
+    }
+    problems(&items, history.as_ref())
+}
+
+/// `repair_input`, reading its arguments in the twin's order.
+pub fn repair_input<'py>(
+    items: &Bound<'py, PyAny>,
+    history: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut items = ListArg::of(items, "items")?;
+    if ListArg::may_run_code(history) {
+        items.snapshot()?;
+    }
+    let history = history
+        .map(|history| ListArg::of(history, "history"))
+        .transpose()?;
+    let kept = kept(&items, history.as_ref())?;
+    items.items.pick(&kept)
+}
+
 /// `input_problems`: every problem of `items`, as `(position, kind, detail)` tuples.
 pub fn problems<'py>(
     items: &ListArg<'py>,

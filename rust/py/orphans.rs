@@ -5,15 +5,82 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PySet, PyString};
 
-use super::args::Items;
+use super::args::{index_mask, Items};
 use super::extract::{is_str, DictPayload, FieldValue, Reader};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, StrBytes};
 use crate::core::keys::{CallFamily, ItemType};
 use crate::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
 use crate::core::strings::Strings;
+use crate::py::watch::NameWatch;
+
+/// `drop_orphan_function_calls`.
+pub fn drop_orphan_function_calls<'py>(
+    items: &Bound<'py, PyAny>,
+    pruning_indexes: Option<&Bound<'py, PyAny>>,
+    output_pruning_indexes: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = Items::of(items, "items")?;
+    let prunable = index_mask(pruning_indexes, "pruning_indexes", items.len())?;
+    let output_prunable = index_mask(
+        output_pruning_indexes,
+        "output_pruning_indexes",
+        items.len(),
+    )?;
+    let pruning = Pruning {
+        prunable: prunable.as_deref(),
+        output_prunable: output_prunable.as_deref(),
+    };
+    items.pick(&kept(&items, &pruning)?)
+}
+
+/// `screened_drop_orphan_function_calls`.
+pub fn screened_drop_orphan_function_calls<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    pruning_indexes: Option<&Bound<'py, PyAny>>,
+    output_pruning_indexes: Option<&Bound<'py, PyAny>>,
+    watch: Option<PyRef<'py, NameWatch>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let declined = py.NotImplemented().into_bound(py);
+    if let Some(watch) = watch {
+        if !watch.intact(py)? {
+            return Ok(declined);
+        }
+    }
+    let plain_set = |value: Option<&Bound<'py, PyAny>>| {
+        value.is_none_or(|value| value.is_none() || value.is_exact_instance_of::<PySet>())
+    };
+    if !items.is_exact_instance_of::<PyList>()
+        || !plain_set(pruning_indexes)
+        || !plain_set(output_pruning_indexes)
+    {
+        return Ok(declined);
+    }
+    let items = Items::of(items, "items")?;
+    let masks = index_mask(pruning_indexes, "pruning_indexes", items.len()).and_then(|mask| {
+        let output = index_mask(
+            output_pruning_indexes,
+            "output_pruning_indexes",
+            items.len(),
+        )?;
+        Ok((mask, output))
+    });
+    // Positions that are not ints: the SDK's membership tests decide.
+    let Ok((prunable, output_prunable)) = masks else {
+        return Ok(declined);
+    };
+    let pruning = Pruning {
+        prunable: prunable.as_deref(),
+        output_prunable: output_prunable.as_deref(),
+    };
+    match screened_kept(&items, &pruning)? {
+        Some(kept) => Ok(items.pick(&kept)?.into_any()),
+        None => Ok(declined),
+    }
+}
 
 /// Indexes of the items that orphan pruning keeps, in order (the rules of
 /// `drop_orphan_function_calls`).

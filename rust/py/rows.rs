@@ -2,20 +2,79 @@
 //! decoder unless it may hold an integer beyond 64 bits or the fast decoder refuses it;
 //! then to the exact one, whose skipped exceptions leave the row out. The rows are read
 //! as the SDK's loop unpacks them, so anything but a list of 1-tuples is declined.
-//! The pure twin is `histcore.engine.pure_rows.decode_rows`.
+//! The pure twin is `histcore.engine.pure_rows.decode_rows`. Also the long-integer screen
+//! of exact JSON decoding (`long_integer_candidates`).
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use crate::core::digits;
-use crate::py::args::Items;
+use crate::py::args::{reject_extra, Items};
 use crate::py::text::str_bytes;
 
+/// `long_integer_candidates`.
+pub fn long_integer_candidates<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    extra: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyList>> {
+    reject_extra("long_integer_candidates", extra)?;
+    let texts = Items::of(texts, "texts")?;
+    let mut positions = Vec::new();
+    for index in 0..texts.len() {
+        let text = texts.get(index)?;
+        let found = if let Ok(bytes) = text.cast::<PyBytes>() {
+            digits::has_long_run(bytes.as_bytes())
+        } else if text.is_instance_of::<PyString>() {
+            digits::has_long_run(str_bytes(&text)?.as_bytes())
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "texts[{index}] must be str or bytes, not {}",
+                text.get_type().name()?
+            )));
+        };
+        if found {
+            positions.push(index);
+        }
+    }
+    PyList::new(py, positions)
+}
+
+/// `decode_rows`.
+pub fn decode_rows<'py>(
+    py: Python<'py>,
+    rows: &Bound<'py, PyAny>,
+    fast: &Bound<'py, PyAny>,
+    exact: &Bound<'py, PyAny>,
+    skipped: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Ok(skipped) = skipped.cast::<PyTuple>() else {
+        return Err(PyTypeError::new_err(format!(
+            "skipped must be a tuple of exception types, not {}",
+            skipped.get_type().name()?
+        )));
+    };
+    if !rows.is_exact_instance_of::<PyList>() {
+        return Ok(py.NotImplemented().into_bound(py));
+    }
+    let rows = Items::of(rows, "rows")?;
+    let decoders = Decoders {
+        fast,
+        exact,
+        skipped,
+    };
+    Ok(match decoded(&rows, &decoders)? {
+        Some(decoded) => decoded.into_any(),
+        None => py.NotImplemented().into_bound(py),
+    })
+}
+
 /// The decoders and the exceptions of the exact one that drop a row.
-pub struct Decoders<'a, 'py> {
-    pub fast: &'a Bound<'py, PyAny>,
-    pub exact: &'a Bound<'py, PyAny>,
-    pub skipped: &'a Bound<'py, PyTuple>,
+struct Decoders<'a, 'py> {
+    fast: &'a Bound<'py, PyAny>,
+    exact: &'a Bound<'py, PyAny>,
+    skipped: &'a Bound<'py, PyTuple>,
 }
 
 impl<'py> Decoders<'_, 'py> {
@@ -38,7 +97,7 @@ impl<'py> Decoders<'_, 'py> {
 }
 
 /// The decoded rows in order, or None when a row is not an exact 1-tuple.
-pub fn decode_rows<'py>(
+fn decoded<'py>(
     rows: &Items<'py>,
     decoders: &Decoders<'_, 'py>,
 ) -> PyResult<Option<Bound<'py, PyList>>> {

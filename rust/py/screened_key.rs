@@ -1,13 +1,15 @@
 //! `ScreenedKey`: the SDK's per-item `_dedupe_key` as a callable that answers in the
 //! engine when the key is the SDK's by construction and calls a fallback otherwise, so
-//! each item costs one call into the engine, not a Python frame and a call.
+//! each item costs one call into the engine, not a Python frame and a call; and the
+//! screened functions `screened_dedupe_key` and `screened_deduplicate`.
 //! The pure twin is `histcore.engine.pure_dropin.ScreenedKey`.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::core::keys::KeyBuilder;
-use crate::py::extract::{screened_payload, KeyFields};
+use crate::py::args::Items;
+use crate::py::extract::{all_screened, deduplicated, screened_payload, KeyFields};
 use crate::py::text::to_py_string;
 use crate::py::watch::NameWatch;
 
@@ -33,6 +35,38 @@ pub fn screened_key<'py>(
     };
     builder.recycle();
     key.map(Some)
+}
+
+/// `screened_dedupe_key`.
+pub fn screened_dedupe_key<'py>(
+    py: Python<'py>,
+    item: &Bound<'py, PyAny>,
+    watch: Option<&Bound<'py, NameWatch>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let watch = watch.map(Bound::borrow);
+    Ok(screened_key(py, item, watch.as_deref())?
+        .unwrap_or_else(|| py.NotImplemented().into_bound(py)))
+}
+
+/// `screened_deduplicate`.
+pub fn screened_deduplicate<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    preferring_latest: bool,
+    watch: Option<PyRef<'py, NameWatch>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let declined = match watch {
+        Some(watch) => !watch.intact(py)?,
+        None => false,
+    };
+    if declined || !items.is_exact_instance_of::<PyList>() {
+        return Ok(py.NotImplemented().into_bound(py));
+    }
+    let items = Items::of(items, "items")?;
+    if !all_screened(&items)? {
+        return Ok(py.NotImplemented().into_bound(py));
+    }
+    Ok(deduplicated(&items, preferring_latest)?.into_any())
 }
 
 /// ``ScreenedKey(fallback, watch=None)``: called with one item, returns

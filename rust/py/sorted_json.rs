@@ -16,7 +16,58 @@ use pyo3::{ffi, intern};
 
 use crate::core::canonical::{self, MAX_DEPTH};
 use crate::core::pyjson_text::write_ascii_string;
-use crate::py::text::{str_bytes, Text};
+use crate::py::args::{new_list, str_tuple, Items};
+use crate::py::text::{str_bytes, to_py_string, Text};
+
+/// `sorted_json_text`.
+pub fn sorted_json_text<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    skip: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyString>>> {
+    let left_out = skipped_names(skip)?;
+    let mut walker = SortedJson::reuse(py);
+    let text = match walker.text(value, &left_out) {
+        Some(bytes) => to_py_string(py, bytes).map(Some),
+        None => Ok(None),
+    };
+    walker.recycle();
+    text
+}
+
+/// `dict_sorted_json_texts`.
+pub fn dict_sorted_json_texts<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    skip: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let left_out = skipped_names(skip)?;
+    let items = Items::of(items, "items")?;
+    let mut walker = SortedJson::reuse(py);
+    let texts = new_list(py, items.len(), |index| {
+        let item = items.get(index)?;
+        if !item.is_exact_instance_of::<PyDict>() {
+            return Ok(py.None().into_bound(py));
+        }
+        Ok(match walker.text(&item, &left_out) {
+            Some(bytes) => to_py_string(py, bytes)?.into_any(),
+            None => py.None().into_bound(py),
+        })
+    });
+    walker.recycle();
+    texts
+}
+
+/// The top-level keys a sorted-JSON text leaves out, from an optional tuple of str.
+fn skipped_names<'py>(skip: Option<&Bound<'py, PyAny>>) -> PyResult<Vec<Text<'py>>> {
+    let mut left_out = Vec::new();
+    if let Some(skip) = skip {
+        for name in str_tuple(skip, "skip")? {
+            left_out.push(Text::of_str(name.into_any())?);
+        }
+    }
+    Ok(left_out)
+}
 
 /// A dict entry waiting to be written in key order.
 struct Entry<'py> {
