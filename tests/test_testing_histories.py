@@ -240,3 +240,17 @@ def test_reasoning_run_goes_with_its_orphan_call() -> None:
     assert all(item["type"] == "reasoning" for item in items[1:-1])
     assert items[-1]["type"] == "function_call"
     assert _pure.drop_orphan_function_calls(items) == [items[0]]
+
+
+def test_without_refreshed_reasoning_the_deduped_history_is_an_input_the_api_accepts() -> None:
+    from histcore.items import deduplicate_input_items_preferring_latest, input_problems
+
+    damaged = generate_history(5_000)
+    healthy = generate_history(5_000, refresh_reasoning=False)
+    assert len(healthy) == 5_000
+    # Refreshed duplicates are still there (calls and outputs), and dedupe removes them...
+    deduped = deduplicate_input_items_preferring_latest(healthy)
+    assert len(deduped) < len(healthy)
+    # ...leaving nothing for the guard to repair, where refreshed reasoning items do.
+    assert input_problems(deduped, history=healthy) == []
+    assert input_problems(deduplicate_input_items_preferring_latest(damaged), history=damaged)

@@ -180,7 +180,7 @@ class _Maker:
             yield ([self.reasoning()] if self.rng.random() < 0.5 else []) + [self.assistant()]
 
 
-def generate_history(n: int, seed: int = 0) -> list[Item]:
+def generate_history(n: int, seed: int = 0, *, refresh_reasoning: bool = True) -> list[Item]:
     """A realistic history of exactly ``n`` items, reproducible from ``seed``.
 
     Turns are: a user message, zero to three tool steps (an optional reasoning item,
@@ -189,6 +189,11 @@ def generate_history(n: int, seed: int = 0) -> list[Item]:
     reasoning items are spread through it (fewer only when ``n`` is too small to have
     anything to repeat). A unit that no longer fits at the end becomes a single
     message, so every call is still followed by its output.
+
+    With ``refresh_reasoning=False`` only calls and outputs are refreshed: the latest-
+    value dedupe of such a history is an input the Responses API accepts, where a
+    refreshed reasoning item moves away from the item it preceded (what a damaged
+    store looks like to the guard).
     """
     _check_size(n, 0)
     rng = random.Random(seed)
@@ -199,6 +204,9 @@ def generate_history(n: int, seed: int = 0) -> list[Item]:
     next_slot = 0
     owed = 0
     units = maker.turns()
+    kinds = ("function_call", "function_call_output") + (
+        ("reasoning",) if refresh_reasoning else ()
+    )
     while len(items) < n:
         while next_slot < len(duplicate_slots) and duplicate_slots[next_slot] <= len(items):
             owed += 1
@@ -211,7 +219,7 @@ def generate_history(n: int, seed: int = 0) -> list[Item]:
         if len(unit) > n - len(items):
             unit = [maker.assistant()]
         for item in unit:
-            if item.get("type") in ("function_call", "function_call_output", "reasoning"):
+            if item.get("type") in kinds:
                 refreshable.append(item)
         items.extend(unit)
     return items

@@ -108,3 +108,28 @@ def test_plain_and_installed_runs_match_on_a_session(tmp_path: Any) -> None:
         installed = converse(str(tmp_path / "installed.db"))
     assert installed == plain
     assert plain[0][-1].startswith("answer 6:")
+
+
+def test_id_prefix_keeps_the_ids_of_several_models_apart() -> None:
+    first, second = ScriptedModel(record=False), ScriptedModel(record=False, id_prefix="b_")
+    assert [item.id for item in first.output_for("x and y")] == ["rs_1", "fc_1_0", "fc_1_1"]
+    output = second.output_for("x and y")
+    assert [item.id for item in output] == ["rs_b_1", "fc_b_1_0", "fc_b_1_1"]
+    assert [getattr(item, "call_id", None) for item in output[1:]] == ["call_b_1_0", "call_b_1_1"]
+    with pytest.raises(TypeError, match="id_prefix must be a str"):
+        ScriptedModel(id_prefix=3)  # type: ignore[arg-type]
+
+
+def test_the_bench_conversation_gives_the_guard_nothing_to_repair(tmp_path: Any) -> None:
+    """The bench times the guard's check: its store and turns are an input the API takes."""
+    store = str(tmp_path / "bench.db")
+    sdk_conversation.build_store(store, 600)
+    accelerator.uninstall()
+    with accelerator.installed(guard=True) as installation:
+        for turn in range(3):
+            model = ScriptedModel(record=False, id_prefix=f"t{turn}_")
+            asyncio.run(sdk_conversation.run_turn(store, f"Paris and Rome, round {turn}", model))
+        counts = installation.guard
+        assert counts is not None
+        assert counts.checked == 6
+        assert counts.repaired == 0

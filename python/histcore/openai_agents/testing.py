@@ -74,6 +74,9 @@ class ScriptedModel(Model):
 
     ``responses`` counts the answers given; ``inputs`` holds each input as JSON text
     when ``record`` is true (off for timing: encoding a long history is costly).
+    Item ids are numbered per model (``msg_1``, ``rs_1``, ``call_1_0``...), after
+    ``id_prefix``: models that add to one session give each a prefix of its own, since
+    the API refuses two items with one id.
     """
 
     def __init__(
@@ -84,9 +87,13 @@ class ScriptedModel(Model):
         argument: str = "city",
         default_text: str = "Paris",
         placeholder_every: int = 3,
+        id_prefix: str = "",
     ) -> None:
         if placeholder_every < 0:
             raise ValueError("placeholder_every must be 0 (never) or positive")
+        if type(id_prefix) is not str:
+            raise TypeError(f"id_prefix must be a str, not {type(id_prefix).__name__}")
+        self.id_prefix = id_prefix
         self.record = record
         self.tool_name = tool_name
         self.argument = argument
@@ -101,6 +108,7 @@ class ScriptedModel(Model):
             self.inputs.append(_snapshot(input))
         self.responses += 1
         turn = self.responses
+        ident = f"{self.id_prefix}{turn}"
         items: list[Any] = [{"role": "user", "content": input}] if isinstance(input, str) else input
         last = items[-1] if items else {}
         if isinstance(last, dict) and last.get("type") == "function_call_output":
@@ -108,7 +116,7 @@ class ScriptedModel(Model):
             placeholder = self.placeholder_every and turn % self.placeholder_every == 0
             return [
                 ResponseOutputMessage(
-                    id=FAKE_RESPONSES_ID if placeholder else f"msg_{turn}",
+                    id=FAKE_RESPONSES_ID if placeholder else f"msg_{ident}",
                     type="message",
                     role="assistant",
                     status="completed",
@@ -119,16 +127,16 @@ class ScriptedModel(Model):
         parts = str(content or self.default_text).split(" and ")
         output: list[ResponseOutputItem] = [
             ResponseReasoningItem(
-                id=f"rs_{turn}",
+                id=f"rs_{ident}",
                 type="reasoning",
                 summary=[Summary(type="summary_text", text=f"look up {len(parts)}")],
             )
         ]
         output += [
             ResponseFunctionToolCall(
-                id=f"fc_{turn}_{index}",
+                id=f"fc_{ident}_{index}",
                 type="function_call",
-                call_id=f"call_{turn}_{index}",
+                call_id=f"call_{ident}_{index}",
                 name=self.tool_name,
                 arguments=json.dumps({self.argument: part.strip()}),
                 status="completed",

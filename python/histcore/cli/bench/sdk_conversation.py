@@ -128,10 +128,14 @@ async def run_turn(
 def build_store(path: str, size: int, seed: int = 0) -> None:
     """An SDK SQLite store at ``path`` holding ``size`` generated history items."""
 
+    # A history the Responses API accepts once deduped (no refreshed reasoning items):
+    # each guarded turn then costs the check alone, as on a healthy store.
+    history = generate_history(size, seed, refresh_reasoning=False)
+
     async def fill() -> None:
         session = SQLiteSession(SESSION_ID, path)
         try:
-            await session.add_items(cast(list[TResponseInputItem], generate_history(size, seed)))
+            await session.add_items(cast(list[TResponseInputItem], history))
         finally:
             session.close()
 
@@ -219,7 +223,7 @@ def _check_turn_pair(store: str, workdir: str, message: str) -> None:
 
 @contextmanager
 def quiet_guard() -> Iterator[None]:
-    """The guard's warnings off (a timed turn repairs the same input every round)."""
+    """The guard's warnings off (on a damaged store a timed turn would log every round)."""
     logger = logging.getLogger("histcore.openai_agents")
     disabled, logger.disabled = logger.disabled, True
     try:
@@ -237,10 +241,12 @@ def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTim
             accelerator.uninstall()
             if mode != "plain":
                 accelerator.install(guard=mode == "guarded")
+            # Ids of its own: the turns of every mode add to one session.
+            model = ScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
             gc.collect()  # every sample starts from the same collector state
             with quiet_guard():
                 start = time.perf_counter()
-                asyncio.run(run_turn(store, f"Paris and Rome, round {round_}"))
+                asyncio.run(run_turn(store, f"Paris and Rome, round {round_}", model))
                 values.append(time.perf_counter() - start)
             progress.write(f" {format_seconds(values[-1])}\n")
     accelerator.uninstall()
@@ -275,8 +281,9 @@ def collector(phase, info):
     else:
         collecting[0] += time.perf_counter() - collecting[1]
 gc.callbacks.append(collector)
+model = bench.ScriptedModel(record=False, id_prefix="first_")
 start = time.perf_counter()
-asyncio.run(bench.run_turn(sys.argv[1], "Paris and Rome, first turn"))
+asyncio.run(bench.run_turn(sys.argv[1], "Paris and Rome, first turn", model))
 elapsed = time.perf_counter() - start
 gc.callbacks.remove(collector)
 print(elapsed, collecting[0])
