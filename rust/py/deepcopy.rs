@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::args::{new_list, reject_extra, str_tuple, Items};
+use super::dict;
 use super::encode::depth_error;
 use crate::core::canonical::MAX_DEPTH;
 use crate::core::strings::MixState;
@@ -111,9 +112,8 @@ pub struct Copier<'py> {
 /// cost no reference counting).
 #[inline]
 fn is_shared_ptr(value: *mut ffi::PyObject) -> bool {
-    // SAFETY: the callers pass live objects (held by a reference, or just yielded by
-    // `PyDict_Next`/`PyList_GetItem` from a container we hold), and reading the type of a
-    // live object is always allowed.
+    // SAFETY: the callers pass live objects (held or borrowed from a container we hold),
+    // and reading the type of a live object is always allowed.
     let kind = unsafe { ffi::Py_TYPE(value) };
     // SAFETY: this only compares addresses: `Py_None` returns the address of the `None`
     // singleton, and the type objects are statics whose address is taken, not read.
@@ -142,39 +142,18 @@ fn copy_dict<'py>(
     let py = value.py();
     // SAFETY: the callers checked `value` is an exact `dict`.
     let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
-    let mut position: ffi::Py_ssize_t = 0;
-    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
-    // Walk the private copy: only its values change (never its keys), which the C API
-    // allows during `PyDict_Next`.
-    // SAFETY: `copy` is a live dict and the three out-pointers are valid places to write.
-    // `PyDict_Next` checks `position` against the dict's current table on every call, so
-    // even if Python code run by `member` changed the copy (it can only find it through
-    // `gc`), the walk cannot read out of bounds; it would just see other entries.
-    while unsafe {
-        ffi::PyDict_Next(
-            copy.as_ptr(),
-            &raw mut position,
-            &raw mut key,
-            &raw mut value,
-        )
-    } != 0
-    {
-        if scalar_keys && !is_shared_ptr(key) {
+    // Walk the private copy: only its values change (never its keys), which `PyDict_Next`
+    // allows; Python code run by `member` could reach the copy only through `gc`.
+    let mut pairs = dict::items(&copy);
+    while let Some((key, value)) = pairs.next_pair() {
+        if scalar_keys && !is_shared_ptr(key.as_ptr()) {
             return Ok(None);
         }
-        if is_shared_ptr(value) {
+        if is_shared_ptr(value.as_ptr()) {
             continue;
         }
-        // SAFETY: a successful `PyDict_Next` yields borrowed, non-NULL pointers to live
-        // objects; both become owned references here, before `member` runs any code that
-        // could change the dict and release them.
-        let (original, key) = unsafe {
-            (
-                Bound::from_borrowed_ptr(py, value),
-                Bound::from_borrowed_ptr(py, key),
-            )
-        };
+        // Owned before `member` runs any code that could change the copy.
+        let (original, key) = (value.to_owned(), key.to_owned());
         let Some(replacement) = member(&original)? else {
             return Ok(None);
         };

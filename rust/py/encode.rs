@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
+use super::dict;
 use super::text::{str_bytes, Text};
 use crate::core::canonical::{self, MAX_DEPTH};
 
@@ -101,8 +102,8 @@ impl<'py> Encoder<'py> {
     fn value(&mut self, value: &Bound<'py, PyAny>, depth: usize, top: bool) -> PyResult<()> {
         if value.is_exact_instance_of::<PyString>() {
             canonical::write_string(&mut self.out, str_bytes(value)?.as_bytes());
-        } else if value.is_exact_instance_of::<PyDict>() {
-            self.dict(value, depth, top)?;
+        } else if let Ok(dict) = value.cast_exact::<PyDict>() {
+            self.dict(dict, depth, top)?;
         } else if value.is_exact_instance_of::<PyInt>() {
             self.int(value)?;
         } else if value.is_exact_instance_of::<PyList>() {
@@ -138,8 +139,8 @@ impl<'py> Encoder<'py> {
             self.int(value)?;
         } else if value.is_instance_of::<PyFloat>() {
             self.float(value)?;
-        } else if value.is_instance_of::<PyDict>() {
-            self.dict(value, depth, top)?;
+        } else if let Ok(dict) = value.cast::<PyDict>() {
+            self.dict(dict, depth, top)?;
         } else if let Ok(list) = value.cast::<PyList>() {
             self.list(list, depth)?;
         } else if let Ok(tuple) = value.cast::<PyTuple>() {
@@ -245,7 +246,7 @@ impl<'py> Encoder<'py> {
     }
 
     /// A dict (or dict subclass, by what it holds, as `dict.items` reads it).
-    fn dict(&mut self, value: &Bound<'py, PyAny>, depth: usize, top: bool) -> PyResult<()> {
+    fn dict(&mut self, value: &Bound<'py, PyDict>, depth: usize, top: bool) -> PyResult<()> {
         self.check_depth(depth)?;
         if self.entry_pools.len() <= depth {
             self.entry_pools.resize_with(depth + 1, Vec::new);
@@ -276,7 +277,7 @@ impl<'py> Encoder<'py> {
     /// text) are metadata keys.
     fn dict_entries(
         &mut self,
-        value: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyDict>,
         top: bool,
         entries: &mut Vec<Entry<'py>>,
     ) -> PyResult<()> {
@@ -293,33 +294,10 @@ impl<'py> Encoder<'py> {
             }
             Ok(())
         };
-        let mut position: ffi::Py_ssize_t = 0;
-        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut member: *mut ffi::PyObject = std::ptr::null_mut();
-        // The plain C walk (no size check per step): nothing in this loop runs Python code,
-        // so the dict cannot change under it.
-        // SAFETY: `value` is a live dict or dict subclass (the caller checked; the walk
-        // reads its storage, as `dict.items` does) and the three out-pointers are valid
-        // places to write; `PyDict_Next` bounds-checks `position` against the dict's table
-        // on every call.
-        while unsafe {
-            ffi::PyDict_Next(
-                value.as_ptr(),
-                &raw mut position,
-                &raw mut key,
-                &raw mut member,
-            )
-        } != 0
-        {
-            // SAFETY: a successful `PyDict_Next` yields borrowed, non-NULL pointers to live
-            // objects; both become owned references before anything else runs.
-            let (key, member) = unsafe {
-                (
-                    Bound::from_borrowed_ptr(self.py, key),
-                    Bound::from_borrowed_ptr(self.py, member),
-                )
-            };
-            push(key, member)?;
+        // Nothing in this loop runs Python code, so the dict cannot change under it.
+        let mut pairs = dict::items(value);
+        while let Some((key, member)) = pairs.next_pair() {
+            push(key.to_owned(), member.to_owned())?;
         }
         if self.deferred_keys.is_empty() {
             return Ok(());

@@ -14,6 +14,7 @@
 pub mod args;
 pub mod content;
 pub mod deepcopy;
+pub mod dict;
 pub mod dict_text;
 pub mod encode;
 pub mod extract;

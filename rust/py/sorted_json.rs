@@ -17,6 +17,7 @@ use pyo3::{ffi, intern};
 use crate::core::canonical::{self, MAX_DEPTH};
 use crate::core::pyjson_text::write_ascii_string;
 use crate::py::args::{new_list, str_tuple, Items};
+use crate::py::dict;
 use crate::py::text::{str_bytes, to_py_string, Text};
 
 /// `sorted_json_text`.
@@ -166,8 +167,8 @@ impl<'py> SortedJson<'py> {
                 Ok(bytes) => write_ascii_string(&mut self.out, bytes.as_bytes()),
                 Err(_) => return false,
             }
-        } else if value.is_exact_instance_of::<PyDict>() {
-            return depth < MAX_DEPTH && self.dict(value, depth, skip);
+        } else if let Ok(dict) = value.cast_exact::<PyDict>() {
+            return depth < MAX_DEPTH && self.dict(dict, depth, skip);
         } else if value.is_exact_instance_of::<PyInt>() {
             return self.int(value);
         } else if value.is_exact_instance_of::<PyList>() {
@@ -253,7 +254,7 @@ impl<'py> SortedJson<'py> {
         true
     }
 
-    fn dict(&mut self, value: &Bound<'py, PyAny>, depth: usize, skip: &[Text<'py>]) -> bool {
+    fn dict(&mut self, value: &Bound<'py, PyDict>, depth: usize, skip: &[Text<'py>]) -> bool {
         if self.pools.len() <= depth {
             self.pools.resize_with(depth + 1, Vec::new);
         }
@@ -289,37 +290,16 @@ impl<'py> SortedJson<'py> {
     /// The dict's `(key, value)` pairs, false at its first key that is not an exact str.
     fn entries(
         &mut self,
-        value: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyDict>,
         skip: &[Text<'py>],
         entries: &mut Vec<Entry<'py>>,
     ) -> bool {
-        let mut position: ffi::Py_ssize_t = 0;
-        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut member: *mut ffi::PyObject = std::ptr::null_mut();
-        // The plain C walk of an exact dict: nothing in this loop runs Python code, so
-        // the dict cannot change under it.
-        // SAFETY: `value` is a live exact dict; the three out-parameters are locals that
-        // PyDict_Next writes (borrowed references, valid while the dict is unchanged).
-        while unsafe {
-            ffi::PyDict_Next(
-                value.as_ptr(),
-                &raw mut position,
-                &raw mut key,
-                &raw mut member,
-            )
-        } != 0
-        {
-            // SAFETY: PyDict_Next yields borrowed, non-null pointers; own them at once.
-            let (key, member) = unsafe {
-                (
-                    Bound::from_borrowed_ptr(self.py, key),
-                    Bound::from_borrowed_ptr(self.py, member),
-                )
-            };
+        let mut pairs = dict::items(value);
+        while let Some((key, member)) = pairs.next_pair() {
             if !key.is_exact_instance_of::<PyString>() {
                 return false;
             }
-            let Ok(text) = Text::of_str(key) else {
+            let Ok(text) = Text::of_str(key.to_owned()) else {
                 return false;
             };
             if skip
@@ -331,7 +311,7 @@ impl<'py> SortedJson<'py> {
             entries.push(Entry {
                 prefix: key_prefix(text.as_ref()),
                 key: text,
-                value: member,
+                value: member.to_owned(),
             });
         }
         true

@@ -7,6 +7,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySet, PyString, PyType};
 
+use super::dict;
+
 struct Group {
     namespace: Py<PyDict>,
     names: Vec<Py<PyString>>,
@@ -83,27 +85,12 @@ fn members<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
 /// Whether `dict` holds exactly the keys and values of `expected` (interleaved), in order,
 /// by identity; its length was checked. Reads borrowed pointers: no reference counting.
 fn same_dict_members(dict: &Bound<'_, PyDict>, expected: &[Py<PyAny>]) -> bool {
-    let mut position: ffi::Py_ssize_t = 0;
-    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-    let mut member: *mut ffi::PyObject = std::ptr::null_mut();
-    for pair in expected.chunks_exact(2) {
-        // SAFETY: `dict` is a live exact dict and we hold the GIL; PyDict_Next writes
-        // borrowed references into `key` and `member`, which are only compared as
-        // addresses, and no Python code runs between the calls (nothing can change the
-        // dict meanwhile).
-        let found = unsafe {
-            ffi::PyDict_Next(
-                dict.as_ptr(),
-                &raw mut position,
-                &raw mut key,
-                &raw mut member,
-            )
-        };
-        if found == 0 || key != pair[0].as_ptr() || member != pair[1].as_ptr() {
-            return false;
-        }
-    }
-    true
+    let mut pairs = dict::items(dict);
+    expected.chunks_exact(2).all(|pair| {
+        pairs.next_pair().is_some_and(|(key, member)| {
+            key.as_ptr() == pair[0].as_ptr() && member.as_ptr() == pair[1].as_ptr()
+        })
+    })
 }
 
 impl Snapshot {
