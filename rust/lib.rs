@@ -49,6 +49,26 @@ mod _core {
     #[pymodule_export]
     const MAX_DEPTH: usize = canonical::MAX_DEPTH;
 
+    // `*extra`, hidden by the text signature, gives surplus arguments CPython's error wording,
+    // not pyo3's. pyo3 does not see macro-made functions: `init` adds them.
+    macro_rules! one_argument {
+        (
+            $(#[doc = $doc:literal])*
+            fn $name:ident($arg:ident) as $signature:literal -> $out:ty = $body:path;
+        ) => {
+            $(#[doc = $doc])*
+            #[pyfunction]
+            #[pyo3(signature = ($arg, *extra), text_signature = $signature)]
+            fn $name<'py>(
+                $arg: &Bound<'py, PyAny>,
+                extra: &Bound<'py, PyTuple>,
+            ) -> PyResult<$out> {
+                py::args::reject_extra(stringify!($name), extra)?;
+                $body($arg)
+            }
+        };
+    }
+
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
         let profile = if cfg!(debug_assertions) {
@@ -56,31 +76,33 @@ mod _core {
         } else {
             "release"
         };
-        module.add("build_profile", profile)
+        module.add("build_profile", profile)?;
+        for function in [
+            wrap_pyfunction!(dedupe_key, module)?,
+            wrap_pyfunction!(dedupe_keys, module)?,
+            wrap_pyfunction!(deduplicate_input_items, module)?,
+            wrap_pyfunction!(deduplicate_input_items_preferring_latest, module)?,
+            wrap_pyfunction!(canonical_json, module)?,
+            wrap_pyfunction!(content_key, module)?,
+            wrap_pyfunction!(content_keys, module)?,
+            wrap_pyfunction!(deep_copy_items, module)?,
+            wrap_pyfunction!(long_integer_candidates, module)?,
+        ] {
+            module.add_function(function)?;
+        }
+        Ok(())
     }
 
     // --- dedupe keys -----------------------------------------------------------------
 
-    /// Identity key of an item, or None when it never collapses (see docs/design.md).
-    #[pyfunction]
-    #[pyo3(signature = (item, *extra), text_signature = "(item)")]
-    fn dedupe_key<'py>(
-        py: Python<'py>,
-        item: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Option<Bound<'py, PyString>>> {
-        py::extract::dedupe_key(py, item, extra)
+    one_argument! {
+        /// Identity key of an item, or None when it never collapses (see docs/design.md).
+        fn dedupe_key(item) as "(item)" -> Option<Bound<'py, PyString>> = py::extract::dedupe_key;
     }
 
-    /// ``dedupe_key`` of every item, in order.
-    #[pyfunction]
-    #[pyo3(signature = (items, *extra), text_signature = "(items)")]
-    fn dedupe_keys<'py>(
-        py: Python<'py>,
-        items: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        py::extract::dedupe_keys(py, items, extra)
+    one_argument! {
+        /// ``dedupe_key`` of every item, in order.
+        fn dedupe_keys(items) as "(items)" -> Bound<'py, PyList> = py::extract::dedupe_keys;
     }
 
     /// ``dedupe_key(item)`` when that is the OpenAI Agents SDK's ``_dedupe_key(item)`` by
@@ -111,79 +133,48 @@ mod _core {
         py::screened_key::screened_deduplicate(py, items, preferring_latest, watch)
     }
 
-    /// Keep the first occurrence (value and position) of every key.
-    #[pyfunction]
-    #[pyo3(signature = (items, *extra), text_signature = "(items)")]
-    fn deduplicate_input_items<'py>(
-        items: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        py::extract::deduplicate_input_items(items, extra)
+    one_argument! {
+        /// Keep the first occurrence (value and position) of every key.
+        fn deduplicate_input_items(items) as "(items)" -> Bound<'py, PyList>
+            = py::extract::deduplicate_input_items;
     }
 
-    /// One item per key holding its latest value, anchored per docs/design.md.
-    ///
-    /// Precursors (calls, approval requests, reasoning) stay at their earliest position,
-    /// every other keyed item at its latest one; unkeyed items stay where they are.
-    #[pyfunction]
-    #[pyo3(signature = (items, *extra), text_signature = "(items)")]
-    fn deduplicate_input_items_preferring_latest<'py>(
-        items: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        py::extract::deduplicate_input_items_preferring_latest(items, extra)
+    one_argument! {
+        /// One item per key holding its latest value, anchored per docs/design.md.
+        ///
+        /// Precursors (calls, approval requests, reasoning) stay at their earliest position,
+        /// every other keyed item at its latest one; unkeyed items stay where they are.
+        fn deduplicate_input_items_preferring_latest(items) as "(items)" -> Bound<'py, PyList>
+            = py::extract::deduplicate_input_items_preferring_latest;
     }
 
     // --- canonical content form ------------------------------------------------------
 
-    /// The canonical JSON encoding of an item's content (see docs/design.md).
-    #[pyfunction]
-    #[pyo3(signature = (item, *extra), text_signature = "(item)")]
-    fn canonical_json<'py>(
-        py: Python<'py>,
-        item: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        py::content::canonical_json(py, item, extra)
+    one_argument! {
+        /// The canonical JSON encoding of an item's content (see docs/design.md).
+        fn canonical_json(item) as "(item)" -> Bound<'py, PyBytes> = py::content::canonical_json;
     }
 
-    /// 16-byte XXH3-128 digest of ``canonical_json(item)`` (big-endian).
-    #[pyfunction]
-    #[pyo3(signature = (item, *extra), text_signature = "(item)")]
-    fn content_key<'py>(
-        py: Python<'py>,
-        item: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        py::content::content_key(py, item, extra)
+    one_argument! {
+        /// 16-byte XXH3-128 digest of ``canonical_json(item)`` (big-endian).
+        fn content_key(item) as "(item)" -> Bound<'py, PyBytes> = py::content::content_key;
     }
 
-    /// ``content_key`` of every item, in order.
-    #[pyfunction]
-    #[pyo3(signature = (items, *extra), text_signature = "(items)")]
-    fn content_keys<'py>(
-        py: Python<'py>,
-        items: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        py::content::content_keys(py, items, extra)
+    one_argument! {
+        /// ``content_key`` of every item, in order.
+        fn content_keys(items) as "(items)" -> Bound<'py, PyList> = py::content::content_keys;
     }
 
     // --- deep copy -------------------------------------------------------------------
 
-    /// An independent deep copy of JSON-like items.
-    ///
-    /// Exact dict/list/tuple are rebuilt, str/int/float/bool/None shared (immutable), any
-    /// other value is handed to ``copy.deepcopy``. Shared sub-objects are copied once per
-    /// reference (no memo), and nesting deeper than MAX_DEPTH raises ValueError.
-    #[pyfunction]
-    #[pyo3(signature = (items, *extra), text_signature = "(items)")]
-    fn deep_copy_items<'py>(
-        py: Python<'py>,
-        items: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        py::deepcopy::deep_copy_items(py, items, extra)
+    one_argument! {
+        /// An independent deep copy of JSON-like items.
+        ///
+        /// Exact dict/list/tuple are rebuilt, str/int/float/bool/None shared (immutable), any
+        /// other value is handed to ``copy.deepcopy``. Shared sub-objects are copied once per
+        /// reference (no memo), and nesting deeper than MAX_DEPTH raises ValueError.
+        fn deep_copy_items(items) as "(items)" -> Bound<'py, PyList>
+            = py::deepcopy::deep_copy_items;
     }
 
     /// A copy of items that are plain JSON trees, or None.
@@ -318,20 +309,15 @@ mod _core {
 
     // --- exact JSON decoding ---------------------------------------------------------
 
-    /// Positions of the texts (str or bytes) holding 19 or more consecutive ASCII digits.
-    ///
-    /// A JSON integer there may not fit in 64 bits, which orjson would read as a float;
-    /// such texts are decoded by the standard library instead. A long run inside a string
-    /// is reported too (it only costs a slower decode). Other values raise TypeError
-    /// naming their position.
-    #[pyfunction]
-    #[pyo3(signature = (texts, *extra), text_signature = "(texts)")]
-    fn long_integer_candidates<'py>(
-        py: Python<'py>,
-        texts: &Bound<'py, PyAny>,
-        extra: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        py::rows::long_integer_candidates(py, texts, extra)
+    one_argument! {
+        /// Positions of the texts (str or bytes) holding 19 or more consecutive ASCII digits.
+        ///
+        /// A JSON integer there may not fit in 64 bits, which orjson would read as a float;
+        /// such texts are decoded by the standard library instead. A long run inside a string
+        /// is reported too (it only costs a slower decode). Other values raise TypeError
+        /// naming their position.
+        fn long_integer_candidates(texts) as "(texts)" -> Bound<'py, PyList>
+            = py::rows::long_integer_candidates;
     }
 
     /// The JSON values of a session's rows, as a loop ``for (text,) in rows`` decoding

@@ -5,42 +5,30 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use super::args::{new_list, reject_extra, Items};
+use super::args::{new_list, Items};
 use super::encode::Encoder;
 use super::extract::Reader;
 use crate::core::canonical;
 use crate::core::classify::{self, ContentKeys};
 
 /// `canonical_json`.
-pub fn canonical_json<'py>(
-    py: Python<'py>,
-    item: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    reject_extra("canonical_json", extra)?;
+pub fn canonical_json<'py>(item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let py = item.py();
     let payload = Reader::new(py).payload(item.clone())?;
     let mut encoder = Encoder::new(py);
     Ok(PyBytes::new(py, encoder.encode(&payload)?))
 }
 
 /// `content_key`.
-pub fn content_key<'py>(
-    py: Python<'py>,
-    item: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    reject_extra("content_key", extra)?;
+pub fn content_key<'py>(item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let py = item.py();
     let key = content_key_of(&mut Reader::new(py), &mut Encoder::new(py), item)?;
     Ok(PyBytes::new(py, &key))
 }
 
 /// `content_keys`.
-pub fn content_keys<'py>(
-    py: Python<'py>,
-    items: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyList>> {
-    reject_extra("content_keys", extra)?;
+pub fn content_keys<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let py = items.py();
     let items = Items::of(items, "items")?;
     let mut reader = Reader::new(py);
     let mut encoder = Encoder::new(py);

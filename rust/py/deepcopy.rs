@@ -13,19 +13,15 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use super::args::{new_list, reject_extra, str_tuple, Items};
+use super::args::{new_list, str_tuple, Items};
 use super::dict;
 use super::encode::depth_error;
 use crate::core::canonical::MAX_DEPTH;
 use crate::core::strings::MixState;
 
 /// `deep_copy_items`.
-pub fn deep_copy_items<'py>(
-    py: Python<'py>,
-    items: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyList>> {
-    reject_extra("deep_copy_items", extra)?;
+pub fn deep_copy_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let py = items.py();
     let items = Items::of(items, "items")?;
     let mut copier = Copier::new(py);
     new_list(py, items.len(), |index| copier.copy(&items.get(index)?, 0))

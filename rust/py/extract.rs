@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use super::args::{new_list, reject_extra, Items};
+use super::args::{new_list, Items};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, to_py_string};
 use crate::core::dedupe::{self, Keyed};
@@ -298,12 +298,8 @@ pub fn all_screened(items: &Items<'_>) -> PyResult<bool> {
 }
 
 /// `dedupe_key`.
-pub fn dedupe_key<'py>(
-    py: Python<'py>,
-    item: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Option<Bound<'py, PyString>>> {
-    reject_extra("dedupe_key", extra)?;
+pub fn dedupe_key<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyString>>> {
+    let py = item.py();
     let mut builder = KeyBuilder::reuse();
     let key = match item_key(&mut Reader::new(py), item.clone(), &mut builder)? {
         Some(_) => to_py_string(py, builder.key()).map(Some),
@@ -314,12 +310,8 @@ pub fn dedupe_key<'py>(
 }
 
 /// `dedupe_keys`.
-pub fn dedupe_keys<'py>(
-    py: Python<'py>,
-    items: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyList>> {
-    reject_extra("dedupe_keys", extra)?;
+pub fn dedupe_keys<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let py = items.py();
     let items = Items::of(items, "items")?;
     let mut reader = Reader::new(py);
     let mut builder = KeyBuilder::default();
@@ -334,20 +326,14 @@ pub fn dedupe_keys<'py>(
 }
 
 /// `deduplicate_input_items`.
-pub fn deduplicate_input_items<'py>(
-    items: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyList>> {
-    reject_extra("deduplicate_input_items", extra)?;
+pub fn deduplicate_input_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     deduplicated(&Items::of(items, "items")?, false)
 }
 
 /// `deduplicate_input_items_preferring_latest`.
 pub fn deduplicate_input_items_preferring_latest<'py>(
     items: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyList>> {
-    reject_extra("deduplicate_input_items_preferring_latest", extra)?;
     deduplicated(&Items::of(items, "items")?, true)
 }
 

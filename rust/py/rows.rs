@@ -10,16 +10,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use crate::core::digits;
-use crate::py::args::{reject_extra, Items};
+use crate::py::args::Items;
 use crate::py::text::str_bytes;
 
 /// `long_integer_candidates`.
-pub fn long_integer_candidates<'py>(
-    py: Python<'py>,
-    texts: &Bound<'py, PyAny>,
-    extra: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyList>> {
-    reject_extra("long_integer_candidates", extra)?;
+pub fn long_integer_candidates<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let py = texts.py();
     let texts = Items::of(texts, "texts")?;
     let mut positions = Vec::new();
     for index in 0..texts.len() {
