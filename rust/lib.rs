@@ -1,33 +1,11 @@
-//! `histcore._core`: the Rust engine of histcore.
-//!
-//! The crate is laid out in three layers:
-//!
-//! - `core/`: the rules in plain Rust, without pyo3: canonical encoding (`canonical`),
-//!   dedupe keys and item types (`keys`), dedupe (`dedupe`), orphan-call pruning
-//!   (`orphans`), callback classification (`classify`), string numbering and hashing
-//!   (`strings`), and the long-integer scan (`digits`). Python objects reach it only
-//!   through small traits (`ItemFields`, `ContentKeys`, `Oracle`). `cargo test` checks it,
-//!   with the golden vectors in `rust/tests/vectors.rs`.
-//! - `py/`: what reads and builds Python objects: argument lists (`args`), item payloads
-//!   and dedupe keys (`extract`), orphan-pruning facts (`orphans`), the canonical walker
-//!   (`encode`) and content keys (`content`), copies (`deepcopy`), `str` text (`text`),
-//!   when a call releases the GIL (`gil`); and each Python function's body, in the
-//!   module of its concern.
-//! - this file: the `#[pymodule]` declaration, a table of bindings: each function states
-//!   its Python signature and docstring, and its body is one call into `py/`.
-//!
-//! `py/` and the module need the `python` Cargo feature (on by default, and named in
-//! `[tool.maturin]`); `cargo test --no-default-features` builds and tests `core/` with
-//! no Python at all.
-//!
-//! The pure-Python twin of these functions is the executable specification: results,
-//! errors and docstrings are the same. docs/design.md states the rules.
+//! `histcore._core`, the Rust engine of histcore: the table of its Python bindings.
+//! Layout and rules: docs/design.md; the pure-Python twin is the executable specification.
 
 pub mod core;
 #[cfg(feature = "python")]
 mod py;
 
-// The Python module `histcore._core` (no docstring: a `///` comment here would become one).
+// No `///` here: it would become the module's docstring.
 #[cfg(feature = "python")]
 #[pyo3::pymodule]
 mod _core {
@@ -93,8 +71,6 @@ mod _core {
         Ok(())
     }
 
-    // --- dedupe keys -----------------------------------------------------------------
-
     one_argument! {
         /// Identity key of an item, or None when it never collapses (see docs/design.md).
         fn dedupe_key(item) as "(item)" -> Option<Bound<'py, PyString>> = py::extract::dedupe_key;
@@ -148,8 +124,6 @@ mod _core {
             = py::extract::deduplicate_input_items_preferring_latest;
     }
 
-    // --- canonical content form ------------------------------------------------------
-
     one_argument! {
         /// The canonical JSON encoding of an item's content (see docs/design.md).
         fn canonical_json(item) as "(item)" -> Bound<'py, PyBytes> = py::content::canonical_json;
@@ -164,8 +138,6 @@ mod _core {
         /// ``content_key`` of every item, in order.
         fn content_keys(items) as "(items)" -> Bound<'py, PyList> = py::content::content_keys;
     }
-
-    // --- deep copy -------------------------------------------------------------------
 
     one_argument! {
         /// An independent deep copy of JSON-like items.
@@ -210,8 +182,6 @@ mod _core {
     ) -> PyResult<Bound<'py, PyAny>> {
         py::deepcopy::shallow_dict_copies(py, items, without)
     }
-
-    // --- orphan-call pruning ---------------------------------------------------------
 
     /// Drop tool calls that have no output, with the reasoning run directly before them.
     ///
@@ -258,8 +228,6 @@ mod _core {
         )
     }
 
-    // --- model-input rules ------------------------------------------------------------
-
     /// Every way ``items`` breaks the model-input rules, as (position, kind, detail).
     ///
     /// Sorted by position, then rule. ``history`` (the stored history the input came
@@ -289,8 +257,6 @@ mod _core {
         py::input_rules::repair_input(items, history)
     }
 
-    // --- session-callback classification ---------------------------------------------
-
     /// Classify what a session input callback returned (docs/design.md, rules 1-6).
     ///
     /// ``history`` and ``new_items`` are the copies the callback received, ``combined``
@@ -306,8 +272,6 @@ mod _core {
     ) -> PyResult<Bound<'py, PyTuple>> {
         py::content::classify_callback_output(py, history, new_items, combined)
     }
-
-    // --- exact JSON decoding ---------------------------------------------------------
 
     one_argument! {
         /// Positions of the texts (str or bytes) holding 19 or more consecutive ASCII digits.
@@ -340,8 +304,6 @@ mod _core {
     ) -> PyResult<Bound<'py, PyAny>> {
         py::rows::decode_rows(py, rows, fast, exact, skipped)
     }
-
-    // --- json.dumps(value, sort_keys=True, default=str) text --------------------------
 
     /// ``sorted_json_text(item, skip)`` of each item that is an exact dict, None for any
     /// other item (and where that text is None), in order: one call for a whole list.

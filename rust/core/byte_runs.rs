@@ -1,8 +1,5 @@
-//! Copying a run of bytes up to the first byte of a class: the inner loop of both JSON
-//! string writers (`canonical.rs` stops at its escape candidates, `pyjson_text.rs` at
-//! what json's ASCII encoder escapes). Most text is one long run, so this loop is where
-//! their time goes: 16 bytes a round with SSE2 on x86_64, stored while they are checked,
-//! then 8 at a time in a `u64`, then byte by byte.
+//! Copying a run of bytes up to the first byte of a class: the inner loop of both JSON string
+//! writers, 16 bytes a round with SSE2, then 8 in a `u64`, then byte by byte.
 
 pub const LOW_BITS: u64 = 0x0101_0101_0101_0101;
 pub const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
@@ -10,8 +7,8 @@ pub const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
 pub use std::arch::x86_64::__m128i;
 
-/// The high bit of each byte of `word` equal to `byte`, plus possibly bits of bytes after
-/// the first such byte (borrows only run upwards).
+/// The high bit of each byte of `word` equal to `byte`, plus possibly bits of later bytes
+/// (borrows only run upwards).
 #[inline]
 pub fn equal_bits(word: u64, byte: u8) -> u64 {
     let bits = word ^ (LOW_BITS * u64::from(byte));
@@ -24,39 +21,29 @@ pub fn below_space_bits(word: u64) -> u64 {
     word.wrapping_sub(LOW_BITS * 0x20) & !word & HIGH_BITS
 }
 
-/// A class of bytes at which a copy stops.
 pub trait Stops {
-    /// Whether `byte` is in the class.
     fn contains(byte: u8) -> bool;
-    /// The high bit of each byte of `word` in the class, plus possibly bits of bytes
-    /// *after* the first one in it: the lowest set bit marks the first one exactly.
+    /// The high bit of each byte of `word` in the class, plus possibly bits of later bytes: the
+    /// lowest set bit marks the first one exactly.
     fn word_bits(word: u64) -> u64;
-    /// All ones in each byte of `chunk` that is in the class, zeros elsewhere.
     #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
     fn hits(chunk: __m128i) -> __m128i;
 }
 
-/// Copy the bytes of `text` from `from` onwards to `out`, up to the first byte in `S`;
-/// returns its position (or `text.len()`). Bytes are stored before they are checked,
-/// which is fine: `out` has room for the whole rest of the text, and the bytes past the
-/// first stop are not counted into its length.
-///
-/// Room for the rest of the text is reserved first; callers that have reserved it
-/// already pay one comparison.
+/// Copy `text[from..]` to `out` up to the first byte in `S`; returns its position (or
+/// `text.len()`). Bytes are stored before they are checked: `out` has room for the rest, and
+/// bytes past the stop are not counted into its length.
 #[inline]
 pub fn copy_until<S: Stops>(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> usize {
     out.reserve(text.len().saturating_sub(from));
-    // From here on `to - out.len()` (the length on entry) equals the number of bytes
-    // `from` has advanced, and the capacity holds all of `text[from..]` past `out.len()`:
-    // a write of `n` bytes at `to`, made only while `text.len() - from >= n`, stays in it.
-    // `out` does not reallocate below, so `target` stays valid.
+    // `to - out.len()` equals how far `from` advanced and the capacity holds all of
+    // `text[from..]`, so a write of `n <= text.len() - from` bytes at `to` stays in it.
     let mut to = out.len();
     let target = out.as_mut_ptr();
     #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
-    // SAFETY: SSE2 is part of the x86_64 baseline, so these intrinsics are available. Each
-    // round loads `text[from..from + 16]`, in bounds since `from + 16 <= text.len()`, and
-    // stores it at `to`, inside the reserved room (see above); the unaligned load and
-    // store need no alignment. `set_len` then counts only bytes written from `text`.
+    // SAFETY: SSE2 is in the x86_64 baseline. Each unaligned 16-byte load is in bounds
+    // (`from + 16 <= text.len()`) and its store inside the reserved room; `set_len` counts only
+    // bytes copied from `text`.
     unsafe {
         use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8, _mm_storeu_si128};
         while from + 16 <= text.len() {
@@ -72,9 +59,8 @@ pub fn copy_until<S: Stops>(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> 
             to += 16;
         }
     }
-    // SAFETY: each write stores at `to` the bytes just read from `text[from..]` (8 with
-    // `write_unaligned`, which needs no alignment, or 1), inside the reserved room (see
-    // above); `set_len` counts only bytes written from `text`, all initialised.
+    // SAFETY: each write stores at `to`, inside the reserved room, bytes just read from
+    // `text[from..]`; `set_len` counts only those.
     unsafe {
         while let Some(chunk) = text.get(from..from + 8) {
             let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
@@ -102,9 +88,7 @@ pub fn copy_until<S: Stops>(out: &mut Vec<u8>, text: &[u8], mut from: usize) -> 
     from
 }
 
-/// Checks a `Stops` class by copying every byte value at every position of 0..40-byte
-/// texts, over the given backgrounds (chosen to provoke borrows in the word scan), with
-/// a second stop after it, from three starting points.
+/// Checks a `Stops` class on every byte value at every position, over borrow-provoking backgrounds.
 #[cfg(test)]
 pub fn check_stops_exactly<S: Stops>(backgrounds: &[u8]) {
     for &background in backgrounds {

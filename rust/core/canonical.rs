@@ -1,12 +1,5 @@
-//! Byte-level rules of the canonical content form (docs/design.md, "Canonical content form").
-//!
-//! Plain Rust, no Python: the walker in `py::encode` feeds it values, `cargo test` checks it
-//! against the golden vectors.
-//!
-//! Text arrives as *Python text bytes*: UTF-8, except that a lone surrogate code point (which
-//! a Python `str` may hold) appears in its 3-byte generalised form `ED A0..BF 80..BF`, exactly
-//! as Python's `surrogatepass` error handler writes it. Valid UTF-8 never contains those
-//! sequences, so the form is unambiguous and keeps code point order under byte comparison.
+//! Byte-level rules of the canonical content form (docs/design.md). Text arrives as Python
+//! text bytes: UTF-8, with lone surrogates in the 3-byte `surrogatepass` form `ED A0..BF ..`.
 
 use std::fmt::Write as _;
 
@@ -18,18 +11,15 @@ pub const MAX_DEPTH: usize = 256;
 /// SDK-only metadata keys dropped from the top level of an item before encoding.
 pub const METADATA_KEYS: [&[u8]; 2] = [b"_agents_tool_description", b"_agents_tool_title"];
 
-/// The message of the error raised for nesting deeper than [`MAX_DEPTH`].
 pub fn depth_error_message() -> String {
     format!("value nested deeper than {MAX_DEPTH} levels")
 }
 
-/// Whether `key` is one of the top-level metadata keys dropped before encoding.
 pub fn is_metadata_key(key: &[u8]) -> bool {
     METADATA_KEYS.contains(&key)
 }
 
-/// Bytes that may need escaping: control bytes, `"`, `\`, and the lead byte `0xED` of a
-/// (possible) lone surrogate.
+/// Bytes that may need escaping: controls, `"`, `\`, and `0xED` (a possible lone surrogate).
 const CANDIDATE: [bool; 256] = {
     let mut table = [false; 256];
     let mut byte = 0;
@@ -43,7 +33,6 @@ const CANDIDATE: [bool; 256] = {
     table
 };
 
-/// The escape candidates ([`CANDIDATE`]) as a class where a copy of clean text stops.
 struct Candidates;
 
 impl Stops for Candidates {
@@ -64,8 +53,7 @@ impl Stops for Candidates {
     #[inline]
     fn hits(chunk: std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
         use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_or_si128, _mm_set1_epi8};
-        // SAFETY: SSE2 is part of the x86_64 baseline, and these intrinsics only take and
-        // return values (no memory access).
+        // SAFETY: SSE2 is in the x86_64 baseline; these intrinsics take and return values only.
         unsafe {
             // `min(byte, 0x1F) == byte` exactly when the byte is a control (unsigned).
             let control = _mm_cmpeq_epi8(_mm_min_epu8(chunk, _mm_set1_epi8(0x1F)), chunk);
@@ -78,8 +66,7 @@ impl Stops for Candidates {
     }
 }
 
-/// Copy the clean bytes of `text` from `from` on to `out`, up to the first escape
-/// candidate; returns its position (or `text.len()`).
+/// Copy the clean bytes of `text[from..]` to `out`; returns the next escape candidate's position.
 #[inline]
 fn copy_clean(out: &mut Vec<u8>, text: &[u8], from: usize) -> usize {
     copy_until::<Candidates>(out, text, from)
@@ -94,11 +81,8 @@ fn push_unicode_escape(out: &mut Vec<u8>, code: u32) {
     }
 }
 
-/// Write `text` (Python text bytes) as a JSON string: `"` and `\` escaped, control
-/// characters as `\b \f \n \r \t` or `\u00XX`, lone surrogates as `\udXXX` (lowercase hex),
-/// everything else as raw UTF-8.
+/// Write Python text bytes as a JSON string (docs/design.md), lone surrogates as `\udXXX`.
 pub fn write_string(out: &mut Vec<u8>, text: &[u8]) {
-    // Room for the quotes and the text as it is; escapes reserve more as they come.
     out.reserve(text.len() + 2);
     out.push(b'"');
     let mut index = copy_clean(out, text, 0);
@@ -120,7 +104,6 @@ pub fn write_string(out: &mut Vec<u8>, text: &[u8]) {
                 continue;
             }
         };
-        // An escape takes at most 6 bytes for at least 1 byte of text.
         out.reserve(text.len() - index + 6);
         if !escape.is_empty() {
             out.extend_from_slice(escape);
@@ -159,10 +142,7 @@ pub fn write_i64(out: &mut Vec<u8>, value: i64) {
     out.extend_from_slice(&digits[position..]);
 }
 
-/// Write a float as Python's `float.__repr__` does (shortest round-trip digits; exponent
-/// form `1e+16` / `1e-05` outside `1e-4 <= |x| < 1e16`, otherwise fixed form with at least
-/// one fractional digit), and non-finite values as the bare tokens `NaN`, `Infinity`,
-/// `-Infinity`.
+/// Write a float as Python's `float.__repr__` does (and `NaN`, `Infinity`, `-Infinity`).
 pub fn write_float(out: &mut Vec<u8>, value: f64) {
     if value.is_nan() {
         out.extend_from_slice(b"NaN");
@@ -228,15 +208,12 @@ pub fn write_float(out: &mut Vec<u8>, value: f64) {
     }
 }
 
-/// The shortest round-trip digits of a finite `value` as `d[.ddd]e<exp>`, choosing like
-/// Python's `repr` when two shortest candidates are equally close (ties to even).
+/// The shortest round-trip digits of finite `value` as `d[.ddd]e<exp>`, ties to even.
 fn shortest_scientific(value: f64) -> String {
     let mut shortest = String::with_capacity(32);
     write!(shortest, "{value:e}").expect("formatting into a String cannot fail");
-    // Rust's shortest form breaks exact ties upwards (91843407658662.125 gives ...62.13);
-    // its fixed-precision form rounds the exact value half to even, as Python does. Use
-    // that when it has the same length and still reads back as `value` (a rounding
-    // interval can be lopsided at a power of two).
+    // Rust's shortest form breaks exact ties upwards; its fixed-precision form rounds half to
+    // even, as Python does: use it when as short and still read back as `value`.
     let digits = shortest.split('e').next().map_or(0, |mantissa| {
         mantissa.bytes().filter(u8::is_ascii_digit).count()
     });
@@ -254,7 +231,6 @@ fn shortest_scientific(value: f64) -> String {
     }
 }
 
-/// Write a `null` / `true` / `false` token.
 pub fn write_constant(out: &mut Vec<u8>, value: Option<bool>) {
     out.extend_from_slice(match value {
         None => b"null",
@@ -263,8 +239,7 @@ pub fn write_constant(out: &mut Vec<u8>, value: Option<bool>) {
     });
 }
 
-/// The content key of canonical bytes: XXH3-128, big-endian (Python's
-/// `xxhash.xxh3_128_digest`).
+/// The content key of canonical bytes: XXH3-128, big-endian.
 pub fn content_key(canonical: &[u8]) -> [u8; 16] {
     xxhash_rust::xxh3::xxh3_128(canonical).to_be_bytes()
 }
@@ -319,7 +294,6 @@ mod tests {
         }
     }
 
-    /// A character-by-character statement of the canonical string form (for valid UTF-8).
     fn reference_string(text: &str) -> String {
         let mut out = String::from("\"");
         for character in text.chars() {
@@ -365,8 +339,7 @@ mod tests {
             (-2.5e-300, "-2.5e-300"),
             (5e-324, "5e-324"),
             (f64::MAX, "1.7976931348623157e+308"),
-            // 91843407658662.125 and 1578005716229512.25 exactly: halfway between two
-            // shortest candidates, where Python keeps the even one.
+            // Halfway between two shortest candidates, where Python keeps the even one.
             (f64::from_bits(0x42d4_e1fd_6c0f_a988), "91843407658662.12"),
             (f64::from_bits(0x4316_6cc0_58ad_7621), "1578005716229512.2"),
             (f64::NAN, "NaN"),

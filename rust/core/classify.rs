@@ -1,12 +1,8 @@
-//! Classification of what a session input callback returned (docs/design.md, rules 1-6).
-//!
-//! Pass 1 works on object identities only (no content is read). Pass 2 runs only when
-//! some position is left, and asks [`ContentKeys`] for content hashes lazily: new items
-//! first, history only when a leftover matches no unplaced new item.
+//! Classification of what a session input callback returned (docs/design.md, rules 1-6):
+//! identities first; content keys only for what is left, history's only if needed.
 
 use super::strings::{MixMap, MixSet};
 
-/// Where a position of the callback's list goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Label {
     History,
@@ -14,14 +10,10 @@ enum Label {
     Repeat,
 }
 
-/// Content keys, computed on demand (the binding hashes canonical bytes).
 pub trait ContentKeys {
     type Error;
-    /// Content key of `new_items[index]`.
     fn new_item(&mut self, index: usize) -> Result<u128, Self::Error>;
-    /// Content key of `combined[position]`.
     fn combined(&mut self, position: usize) -> Result<u128, Self::Error>;
-    /// Content keys of every history item, in order.
     fn history(&mut self) -> Result<Vec<u128>, Self::Error>;
 }
 
@@ -32,8 +24,7 @@ pub struct Classification {
     pub persisted_positions: Vec<usize>,
 }
 
-/// Classify `combined` given the identities (e.g. addresses) of the history copies, the
-/// new-item copies and the returned objects.
+/// Classify `combined` by the identities of the history copies, new-item copies and results.
 pub fn classify<K: ContentKeys>(
     history_ids: &[usize],
     new_ids: &[usize],
@@ -47,7 +38,6 @@ pub fn classify<K: ContentKeys>(
         new_index_by_id.entry(id).or_insert(index);
     }
 
-    // Pass 1: identity.
     let mut labels: Vec<Option<Label>> = vec![None; combined_ids.len()];
     let mut placed = vec![false; new_ids.len()];
     let mut leftovers = false;
@@ -127,7 +117,6 @@ mod tests {
     use super::*;
     use std::convert::Infallible;
 
-    /// Content keys from fixed tables, counting how often history was hashed.
     struct Table {
         history: Vec<u128>,
         new_items: Vec<u128>,
@@ -181,8 +170,7 @@ mod tests {
 
     #[test]
     fn reconstructions_are_matched_by_content_in_order() {
-        // Objects 7, 8, 9, 6 are fresh: new item, history item, a second copy of the new
-        // item, and something made up.
+        // Fresh objects: the new item, a history item, a second new-item copy, something made up.
         let mut keys = table(&[10], &[30], &[30, 10, 30, 99]);
         let result = classify(&[1], &[3], &[7, 8, 9, 6], &mut keys).unwrap();
         assert_eq!(result.history_positions, [1]);

@@ -1,10 +1,6 @@
-//! Dedupe over key ids (docs/design.md, "First-wins dedupe" and "Latest-value dedupe").
-//!
-//! Items are given as their key id (dense ids from `strings::Strings`; `None` for items that never
-//! collapse). Results are input indexes, so the binding can return the very same objects.
+//! Dedupe over key ids (docs/design.md); results are input indexes, so objects stay the same.
 
-/// Indexes of the items kept by first-wins dedupe: the first occurrence of every key, and
-/// every unkeyed item, in input order.
+/// Indexes kept by first-wins dedupe: each key's first occurrence and every unkeyed item.
 pub fn first_wins(keys: &[Option<u32>], key_count: usize) -> Vec<usize> {
     let mut seen = vec![false; key_count];
     let mut kept = Vec::with_capacity(keys.len());
@@ -21,7 +17,6 @@ pub fn first_wins(keys: &[Option<u32>], key_count: usize) -> Vec<usize> {
     kept
 }
 
-/// One entry of a keyed item for [`preferring_latest`].
 #[derive(Clone, Copy, Debug)]
 pub struct Keyed {
     pub id: u32,
@@ -29,10 +24,7 @@ pub struct Keyed {
     pub precursor: bool,
 }
 
-/// Latest-value dedupe with call anchoring. Returns, for each output slot in order, the
-/// input index whose object goes there: one slot per key, holding the key's last
-/// occurrence, at the key's first position when that first occurrence is a precursor,
-/// else at its last; unkeyed items stay in place.
+/// Latest-value dedupe with call anchoring: per output slot, the input index that goes there.
 pub fn preferring_latest(keys: &[Option<Keyed>], key_count: usize) -> Vec<usize> {
     const UNSET: usize = usize::MAX;
     let mut latest = vec![UNSET; key_count];
@@ -89,8 +81,7 @@ mod tests {
 
     #[test]
     fn anchor_follows_the_precursor_flag_of_each_occurrence() {
-        // The first occurrence is a precursor but a later one is not: the later one moves
-        // the anchor, as the pure twin does.
+        // A later non-precursor moves the anchor, as the pure twin does.
         let keys = [keyed(0, true), None, keyed(0, false), keyed(0, true)];
         assert_eq!(preferring_latest(&keys, 1), [1, 3]);
     }

@@ -1,20 +1,13 @@
-//! Runs of ASCII digits in JSON text.
-//!
-//! orjson reads an integer beyond 64 bits as a float, silently dropping digits, where the
-//! standard library keeps it exact. Such an integer is a run of at least [`LONG_RUN`]
-//! digits, so texts without one are safe for orjson. A run inside a string (a long id)
-//! only sends its text to the slower exact decoder; a long integer is never missed.
+//! Runs of ASCII digits in JSON text: orjson reads an integer beyond 64 bits as a float, so
+//! texts holding a long run go to the exact decoder instead.
 
-/// Digits in a row from which a JSON integer may not fit in 64 bits: every integer of
-/// up to 18 digits fits in `i64`, but a negative 19-digit one may not.
+/// Digits in a row from which a JSON integer may not fit in `i64` (a negative 19-digit one).
 pub const LONG_RUN: usize = 19;
 
 // The SIMD scan below relies on a long run never fitting inside one 16-byte block.
 const _: () = assert!(LONG_RUN > 16);
 
-/// Whether `text` holds at least [`LONG_RUN`] consecutive ASCII digits.
 pub fn has_long_run(text: &[u8]) -> bool {
-    // Digits ending right before `from`.
     let mut run = 0usize;
     #[allow(
         unused_mut,
@@ -22,8 +15,7 @@ pub fn has_long_run(text: &[u8]) -> bool {
     )]
     let mut from = 0usize;
     #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
-    // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes that are
-    // inside `text`.
+    // SAFETY: SSE2 is in the x86_64 baseline; every 16-byte load is inside `text`.
     unsafe {
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
@@ -40,12 +32,10 @@ pub fn has_long_run(text: &[u8]) -> bool {
             if mask == 0xFFFF {
                 run += 16;
             } else {
-                // A long run crosses a block boundary: it continues the previous run
-                // at this block's start.
+                // A long run crosses a block boundary: it continues the previous run.
                 if run + mask.trailing_ones() as usize >= LONG_RUN {
                     return true;
                 }
-                // The digits at this block's end start the next run.
                 run = (mask << 16).leading_ones() as usize;
             }
             if run >= LONG_RUN {
@@ -71,7 +61,6 @@ pub fn has_long_run(text: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    /// The definition, byte by byte.
     fn reference(text: &[u8]) -> bool {
         text.split(|byte| !byte.is_ascii_digit())
             .any(|run| run.len() >= LONG_RUN)
@@ -91,7 +80,6 @@ mod tests {
 
     #[test]
     fn agrees_with_the_reference_on_mixed_text() {
-        // A deterministic generator: digits, letters, JSON punctuation and UTF-8 bytes.
         let alphabet = b"0123456789012345678901234567890123456789a\":,{}[]-.e\xc3\xa9";
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         for length in (0..300).step_by(7) {

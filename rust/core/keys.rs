@@ -1,11 +1,8 @@
-//! Item type tables and dedupe-key construction (docs/design.md, "Dedupe key").
-//!
-//! Plain Rust: reading fields out of a Python item is behind the [`ItemFields`] trait, so
-//! the rules here are shared by the binding and by `cargo test`.
+//! Item type tables and dedupe-key construction (docs/design.md, "Dedupe key"), reading
+//! items through [`ItemFields`].
 
 use std::cell::Cell;
 
-/// The placeholder id that never identifies an item.
 pub const FAKE_ID: &[u8] = b"__fake_id__";
 
 /// The eight tool call families: each has a call type and an output type.
@@ -22,13 +19,11 @@ pub enum CallFamily {
 }
 
 impl CallFamily {
-    /// A distinct bit per family, for per-id family sets.
     pub fn bit(self) -> u8 {
         1 << (self as u8)
     }
 }
 
-/// What an item's `type` string says about it, as far as the engine cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemType {
     Call(CallFamily),
@@ -43,7 +38,6 @@ pub enum ItemType {
 }
 
 impl ItemType {
-    /// Classify a `type` string (Python text bytes).
     pub fn of(kind: &[u8]) -> Self {
         use CallFamily::*;
         match kind {
@@ -78,13 +72,11 @@ impl ItemType {
         }
     }
 
-    /// A call or an output of one of the eight call families.
     pub fn is_call_or_output(self) -> bool {
         matches!(self, Self::Call(_) | Self::Output(_))
     }
 
-    /// Precursors keep their earliest position in latest-value dedupe, so they never move
-    /// behind an item that follows them.
+    /// Precursors keep their earliest position in latest-value dedupe.
     pub fn is_precursor(self) -> bool {
         matches!(
             self,
@@ -92,13 +84,11 @@ impl ItemType {
         )
     }
 
-    /// Hosted items issued by a program keep that program alive.
     pub fn is_program_owned_hosted(self) -> bool {
         matches!(self, Self::ProgramOwnedHosted | Self::McpApprovalRequest)
     }
 }
 
-/// The str-valued fields a dedupe key may be built from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
     CallId,
@@ -106,29 +96,23 @@ pub enum Field {
     ApprovalRequestId,
 }
 
-/// Read access to one dict item, in the order the key rules need it. Implementations write
-/// text as Python text bytes into the buffer they are given (clearing it first), and must
-/// read lazily: a field is only read when the rules get to it.
+/// Read access to one dict item. Text is written as Python text bytes into the cleared
+/// buffer; a field is read only when the rules get to it.
 pub trait ItemFields {
     type Error;
-    /// The item's `role` holds something other than None.
     fn has_role(&mut self) -> Result<bool, Self::Error>;
-    /// Write the item's kind (`type or None`: a truthy str, else the `str()` of the kind,
-    /// which is `"None"` when the type is missing or falsy); true when it is a str.
+    /// Write the item's kind (`type or None`, as `str()` gives it); true when it is a str.
     fn kind(&mut self, text: &mut Vec<u8>) -> Result<bool, Self::Error>;
-    /// Write the text of `field` when it holds a `str` (or `str` subclass); false when it
-    /// does not.
+    /// Write the text of `field` when it holds a `str` (or subclass).
     fn str_field(&mut self, field: Field, text: &mut Vec<u8>) -> Result<bool, Self::Error>;
 }
 
-/// A dedupe key written by [`KeyBuilder::build`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyInfo {
     /// The item's type is a precursor (see [`ItemType::is_precursor`]).
     pub precursor: bool,
 }
 
-/// Builds dedupe keys, reusing its buffers from item to item.
 #[derive(Default)]
 pub struct KeyBuilder {
     kind: Vec<u8>,
@@ -138,23 +122,20 @@ pub struct KeyBuilder {
 }
 
 thread_local! {
-    /// The buffers of the last `KeyBuilder` used on this thread: `dedupe_key` is called
-    /// once per item from Python loops, where four small allocations per call would show.
+    /// The last builder's buffers on this thread: Python loops call `dedupe_key` per item,
+    /// where four small allocations per call would show.
     static SPARE_BUILDER: Cell<Option<KeyBuilder>> = const { Cell::new(None) };
 }
 
 impl KeyBuilder {
-    /// A builder on this thread's spare buffers when there are some.
     pub fn reuse() -> Self {
         SPARE_BUILDER.with(Cell::take).unwrap_or_default()
     }
 
-    /// Hand the buffers back for the next [`KeyBuilder::reuse`] on this thread.
     pub fn recycle(self) {
         SPARE_BUILDER.with(|spare| spare.set(Some(self)));
     }
 
-    /// The key written by the last [`KeyBuilder::build`] that returned one.
     pub fn key(&self) -> &[u8] {
         &self.key
     }
@@ -173,8 +154,8 @@ impl KeyBuilder {
         self.key.extend_from_slice(value);
     }
 
-    /// The dedupe key of a dict item (see [`KeyBuilder::key`]); `None` when the item never
-    /// collapses. Rules 2-8 of docs/design.md (rule 1, "not a dict", is the caller's).
+    /// The dedupe key of a dict item, or `None` when it never collapses: rules 2-8 of
+    /// docs/design.md (rule 1, "not a dict", is the caller's).
     pub fn build<F: ItemFields>(&mut self, item: &mut F) -> Result<Option<KeyInfo>, F::Error> {
         if item.has_role()? {
             return Ok(None);
@@ -216,7 +197,6 @@ mod tests {
     use super::*;
     use std::convert::Infallible;
 
-    /// A test item: role flag, kind, and str fields.
     struct Fields {
         role: bool,
         kind: Option<&'static str>,

@@ -1,9 +1,5 @@
-//! The rules of the engine in plain Rust: no Python types, so `cargo test` checks them
-//! (and the golden vectors) without an interpreter, with or without the `python` feature.
-//!
-//! Each module states its rules over plain data or behind a small trait that the binding
-//! implements for Python objects: [`keys::ItemFields`], [`classify::ContentKeys`],
-//! [`orphans::Oracle`].
+//! The rules of the engine in plain Rust, without Python types, so `cargo test` checks them
+//! without an interpreter; Python objects reach them through small traits.
 
 pub mod byte_runs;
 pub mod canonical;

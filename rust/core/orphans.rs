@@ -1,10 +1,5 @@
-//! Orphan-call pruning over per-item facts (the rules of `drop_orphan_function_calls`).
-//!
-//! `py::orphans` reads each item once into an [`ItemFacts`] (strings numbered to ids); the
-//! passes here are plain Rust and linear in the number of items. For Python items only str
-//! values name a type or a status (docs/design.md, "User-defined types"), so the binding
-//! never makes an opaque fact and runs the rules with [`NoOracle`]; opaque facts and the
-//! [`Oracle`] serve callers whose values compare in other ways.
+//! Orphan-call pruning (`drop_orphan_function_calls`) over per-item facts, linear in the
+//! items. Python items run with [`NoOracle`]: only str values name a type or status.
 
 use super::keys::{CallFamily, ItemType};
 use super::strings::Strings;
@@ -12,12 +7,10 @@ use super::strings::Strings;
 /// What an item's `type` value is, for every comparison the rules make with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TypeFact {
-    /// A `str` (or `str` subclass), classified.
     Str(ItemType),
     /// None, or a builtin value that never equals a `str`.
     NeverEqual,
-    /// A value whose comparisons only the caller can answer: each one is asked of the
-    /// [`Oracle`] when the rules reach it.
+    /// A value whose comparisons only the [`Oracle`] can answer.
     Opaque,
 }
 
@@ -46,13 +39,11 @@ pub enum Question {
     CallerTypeNotUnequalProgram,
 }
 
-/// Answers [`Question`]s about the item at an index.
 pub trait Oracle {
     type Error;
     fn ask(&mut self, index: usize, question: Question) -> Result<bool, Self::Error>;
 }
 
-/// An oracle for facts without opaque values.
 pub struct NoOracle;
 
 impl Oracle for NoOracle {
@@ -66,21 +57,17 @@ impl Oracle for NoOracle {
 #[derive(Clone, Copy, Debug)]
 pub struct ItemFacts {
     pub kind: TypeFact,
-    /// Id of the `call_id` string, when it is a str (equal strings have equal ids, all
-    /// below the `id_count` given to [`kept`]).
+    /// Id of the `call_id` string, when it is a str (below `id_count`).
     pub call_id: Option<u32>,
-    /// Id of `caller.caller_id` when `caller` is a dict whose `type` is `"program"` and
-    /// whose `caller_id` is a str (the id is numbered with the call ids).
+    /// Id of `caller.caller_id` when `caller` is a program dict with a str `caller_id`.
     pub program_owner: Option<u32>,
-    /// `caller` is a dict whose `type` is opaque: whether it is `"program"` is asked of the
-    /// [`Oracle`] (and `program_owner` holds its str `caller_id`, if any).
+    /// `caller` is a dict whose `type` is opaque (`program_owner` holds its str `caller_id`).
     pub caller_type_opaque: bool,
     /// Only meaningful when the type may be `"shell_call"`.
     pub status: StatusFact,
 }
 
 impl ItemFacts {
-    /// True when the facts hold a value whose comparisons need the oracle.
     pub fn is_opaque(&self) -> bool {
         self.kind == TypeFact::Opaque
             || self.status == StatusFact::Opaque
@@ -88,8 +75,7 @@ impl ItemFacts {
     }
 }
 
-/// Replace the push indexes in `facts` (of the strings pushed to `strings` while the items
-/// were read) by string ids: equal strings get equal ids, all below `strings.len()`.
+/// Replace the push indexes in `facts` by string ids: equal strings get equal ids.
 pub fn number_strings(facts: &mut [Option<ItemFacts>], strings: &mut Strings) {
     let ids = strings.number();
     for facts in facts.iter_mut().flatten() {
@@ -98,7 +84,6 @@ pub fn number_strings(facts: &mut [Option<ItemFacts>], strings: &mut Strings) {
     }
 }
 
-/// The type comparisons of the rules, answered from the facts or by the oracle.
 struct Asker<'o, O> {
     oracle: &'o mut O,
 }
@@ -158,7 +143,6 @@ impl TypeFact {
     }
 }
 
-/// Which positions the caller allows to be dropped.
 pub struct Pruning<'a> {
     /// Only these positions may be dropped (reasoning included); `None` means all.
     pub prunable: Option<&'a [bool]>,
@@ -170,7 +154,6 @@ fn allowed(mask: Option<&[bool]>, index: usize) -> bool {
     mask.is_none_or(|mask| mask[index])
 }
 
-/// Per-id sets of call families (one bit each).
 struct FamilySets(Vec<u8>);
 
 impl FamilySets {
@@ -183,15 +166,8 @@ impl FamilySets {
     }
 }
 
-/// Indexes of the items kept by orphan pruning, in order. String ids in the facts are
-/// below `id_count`. Comparisons with opaque values are asked of `oracle` where the rules
-/// make them.
-///
-/// The rules run as six passes over the items, methods of `Passes` named like the
-/// helpers of the pure twin and run in the same order: `completed_and_retained_owners`,
-/// `matched_anonymous_searches`, `active_and_orphan_programs`, `drop_orphans`,
-/// `drop_outputs_without_calls` (only with `output_prunable`) and, when anything was
-/// dropped, `drop_reasoning_before_orphans`.
+/// Indexes of the items kept by orphan pruning, in order. The six passes are named like
+/// the pure twin's helpers and run in its order.
 pub fn kept<O: Oracle>(
     items: &[Option<ItemFacts>],
     id_count: usize,
@@ -220,8 +196,6 @@ pub fn kept<O: Oracle>(
         .collect())
 }
 
-/// What the passes of [`kept`] share: the items, the positions that may be dropped, and
-/// the comparisons asked of the oracle.
 struct Passes<'a, 'o, O> {
     items: &'a [Option<ItemFacts>],
     id_count: usize,
@@ -229,7 +203,6 @@ struct Passes<'a, 'o, O> {
     ask: Asker<'o, O>,
 }
 
-/// Outputs present, and the programs that still own a retained item.
 struct Owners {
     /// Per call id, the families of the outputs present.
     completed: FamilySets,
@@ -237,17 +210,14 @@ struct Owners {
     retained: Vec<bool>,
 }
 
-/// The programs without an output, by whether they still own a retained item.
 struct Programs {
     active: Vec<bool>,
     orphan: Vec<bool>,
 }
 
-/// The positions dropped so far.
 struct Drops {
     dropped: Vec<bool>,
-    /// Dropped as an orphan (not merely as an output whose call is gone): such a drop
-    /// also takes the reasoning run directly before it.
+    /// Dropped as an orphan: such a drop also takes the reasoning run directly before it.
     orphaned: Vec<bool>,
 }
 
@@ -284,8 +254,7 @@ impl<O: Oracle> Passes<'_, '_, O> {
         })
     }
 
-    /// Pass 2: anonymous tool searches pair with later anonymous outputs, innermost
-    /// first. True at the positions of the searches that found their output.
+    /// Pass 2: anonymous tool searches pair with later anonymous outputs, innermost first.
     fn matched_anonymous_searches(&mut self) -> Result<Vec<bool>, O::Error> {
         let tool_search_output = ItemType::Output(CallFamily::ToolSearch);
         let tool_search_call = ItemType::Call(CallFamily::ToolSearch);
@@ -319,8 +288,7 @@ impl<O: Oracle> Passes<'_, '_, O> {
         Ok(matched)
     }
 
-    /// Pass 3: the prunable programs without an output, active while they own a retained
-    /// item, orphan otherwise.
+    /// Pass 3: prunable programs without an output: active while they own a retained item.
     fn active_and_orphan_programs(&mut self, owners: &Owners) -> Result<Programs, O::Error> {
         let program = ItemType::Call(CallFamily::Program);
         let mut programs = Programs {
@@ -351,8 +319,7 @@ impl<O: Oracle> Passes<'_, '_, O> {
         Ok(programs)
     }
 
-    /// Pass 4: drop the prunable calls without an output (unless still answered in some
-    /// other way) and the items that orphan programs issued.
+    /// Pass 4: drop the prunable calls without an output and the items of orphan programs.
     fn drop_orphans(
         &mut self,
         completed: &FamilySets,
@@ -404,8 +371,7 @@ impl<O: Oracle> Passes<'_, '_, O> {
         Ok(drops)
     }
 
-    /// Pass 5 (with `output_pruning_indexes`): drop the outputs at `output_prunable`
-    /// positions whose call did not stay.
+    /// Pass 5: drop the `output_prunable` outputs whose call did not stay.
     fn drop_outputs_without_calls(&self, output_prunable: &[bool], dropped: &mut [bool]) {
         let mut available = FamilySets(vec![0; self.id_count]);
         for (index, facts) in self.items.iter().enumerate() {
@@ -434,9 +400,8 @@ impl<O: Oracle> Passes<'_, '_, O> {
         }
     }
 
-    /// Pass 6: a reasoning item belongs to the next non-reasoning item; it goes when that
-    /// item was dropped as an orphan (one backward sweep, so long reasoning runs stay
-    /// linear).
+    /// Pass 6: reasoning goes with the next item when that was dropped as an orphan (one
+    /// backward sweep, so long reasoning runs stay linear).
     fn drop_reasoning_before_orphans(&mut self, drops: &mut Drops) -> Result<(), O::Error> {
         let mut follower_dropped = false;
         for index in (0..self.items.len()).rev() {
@@ -542,12 +507,10 @@ mod tests {
             item("program", Some(9)),
             Some(issued),
         ];
-        // Program 7 owns a hosted item; program 9 owns nothing retained, so it and the
-        // call it issued go.
+        // Program 9 owns nothing retained, so it and its call go.
         assert_eq!(run(&items, &ALL), [0, 1]);
     }
 
-    /// Records every question and answers them all the same way.
     struct Recorder {
         asked: Vec<(usize, Question)>,
         answer: bool,
@@ -575,8 +538,7 @@ mod tests {
             asked: Vec::new(),
             answer: true,
         };
-        // The call has no output, so the reasoning sweep asks about the opaque item too;
-        // a type equal to everything counts as reasoning and goes with the orphan call.
+        // A type equal to everything counts as reasoning and goes with the orphan call.
         assert_eq!(
             kept(&items, 2, &ALL, &mut oracle).unwrap(),
             Vec::<usize>::new()

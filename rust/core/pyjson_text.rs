@@ -1,14 +1,8 @@
-//! Byte-level rules of `json.dumps(value, sort_keys=True)` text with the standard
-//! library's defaults: `ensure_ascii` escaping, `", "` and `": "` separators.
-//!
-//! Plain Rust, no Python: the walker in `sorted_json.rs` feeds it values. Text arrives as
-//! Python text bytes (UTF-8, lone surrogates in their 3-byte `surrogatepass` form; see
-//! `canonical.rs`). Numbers and constants are written by `canonical.rs`, whose forms are
-//! `float.__repr__`'s and json's (`NaN`, `Infinity`, `-Infinity`).
+//! Byte-level rules of `json.dumps(value, sort_keys=True)` text with the standard library's
+//! defaults (`ensure_ascii`, `", "` and `": "`); numbers and constants are `canonical.rs`'s.
 
 use crate::core::byte_runs::{below_space_bits, copy_until, equal_bits, Stops, HIGH_BITS};
 
-/// Whether json's ASCII encoder writes `byte` as it is.
 #[inline]
 fn is_plain(byte: u8) -> bool {
     (0x20..0x7F).contains(&byte) && byte != b'"' && byte != b'\\'
@@ -36,8 +30,7 @@ impl Stops for Escaped {
     #[inline]
     fn hits(chunk: std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
         use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_or_si128, _mm_set1_epi8};
-        // SAFETY: SSE2 is part of the x86_64 baseline, and these intrinsics only take and
-        // return values (no memory access).
+        // SAFETY: SSE2 is in the x86_64 baseline; these intrinsics take and return values only.
         unsafe {
             // As signed bytes, controls are 0..0x1F and non-ASCII bytes negative: both < 0x20.
             let below_space = _mm_cmplt_epi8(chunk, _mm_set1_epi8(0x20));
@@ -63,8 +56,7 @@ fn push_unicode_escape(out: &mut Vec<u8>, code: u32) {
     ]);
 }
 
-/// The code point of the (generalised) UTF-8 sequence starting at `text[index]`, a
-/// non-ASCII lead byte, and the sequence's length.
+/// The code point and length of the UTF-8 sequence at non-ASCII `text[index]`.
 #[inline]
 fn decode(text: &[u8], index: usize) -> (u32, usize) {
     let byte = |offset: usize| u32::from(text.get(index + offset).copied().unwrap_or(0x80) & 0x3F);
@@ -81,9 +73,7 @@ fn decode(text: &[u8], index: usize) -> (u32, usize) {
     }
 }
 
-/// Write `text` as json's ASCII encoder does: `"` and `\` escaped, `\b \f \n \r \t`,
-/// other controls and DEL as `\u00XX`, every other non-ASCII character as `\uXXXX`
-/// (lowercase hex; beyond U+FFFF as a surrogate pair; a lone surrogate as itself).
+/// Write `text` as json's ASCII encoder does (beyond U+FFFF as a surrogate pair).
 pub fn write_ascii_string(out: &mut Vec<u8>, text: &[u8]) {
     out.reserve(text.len() + 2);
     out.push(b'"');
@@ -134,7 +124,6 @@ mod tests {
         String::from_utf8(out).expect("ASCII output")
     }
 
-    /// A character-by-character statement of json's ASCII string form.
     fn reference(text: &str) -> String {
         let mut out = String::from("\"");
         for character in text.chars() {
@@ -209,8 +198,6 @@ mod tests {
 
     #[test]
     fn every_byte_value_at_every_position() {
-        // In 8-byte words and in the bytes after the last whole word, from three starting
-        // offsets.
         for start in 0..3 {
             for position in start..45 {
                 for byte in 0..0x80u8 {

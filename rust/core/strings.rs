@@ -1,10 +1,5 @@
-//! Numbering byte strings by first occurrence, and a cheap hasher for keys that are already
-//! well spread (pointers, content hashes).
-//!
-//! Strings are first collected into one arena while items are read; [`Strings::number`] then
-//! numbers them in a separate pass. At 10^5 items the hash table no longer fits in the
-//! fast caches, so that pass prefetches the slots it is about to probe instead of waiting
-//! for each miss in turn.
+//! Numbering byte strings by first occurrence, and a cheap hasher for well-spread keys. The
+//! numbering pass prefetches the slots it will probe: at 10^5 items the table leaves cache.
 
 use std::cell::Cell;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -15,25 +10,20 @@ use xxhash_rust::xxh3::xxh3_64;
 #[derive(Default)]
 pub struct Strings {
     arena: Vec<u8>,
-    /// `ends[i]` is where string `i` ends; it starts where string `i - 1` ends.
     ends: Vec<usize>,
-    /// Open-addressing table and result of [`Strings::number`], kept for reuse.
     slots: Vec<u64>,
     ids: Vec<u32>,
 }
 
-/// Buffers above this many bytes are not kept for the next call.
 const RETAIN_LIMIT: usize = 64 << 20;
 
 thread_local! {
-    /// Buffers of the last `Strings` used on this thread. Reusing them spares the page
-    /// faults of fresh multi-megabyte allocations, which at 10^5 items cost as much as
-    /// the work itself.
+    /// Buffers of the last `Strings` on this thread: reuse spares the page faults of fresh
+    /// multi-megabyte allocations, which cost as much as the work.
     static SPARE: Cell<Option<Strings>> = const { Cell::new(None) };
 }
 
 impl Strings {
-    /// An empty `Strings`, on this thread's spare buffers when there are some.
     pub fn reuse() -> Self {
         match SPARE.with(Cell::take) {
             Some(mut strings) => {
@@ -46,7 +36,6 @@ impl Strings {
         }
     }
 
-    /// Hand the buffers back for the next [`Strings::reuse`] on this thread.
     pub fn recycle(self) {
         let footprint = self.arena.capacity()
             + self.ends.capacity() * size_of::<usize>()
@@ -57,17 +46,14 @@ impl Strings {
         }
     }
 
-    /// Number of strings pushed.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
 
-    /// No string was pushed.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
 
-    /// Append a string; returns its index.
     pub fn push(&mut self, text: &[u8]) -> u32 {
         let index = u32::try_from(self.ends.len()).expect("fewer than 2^32 strings");
         self.arena.extend_from_slice(text);
@@ -75,23 +61,21 @@ impl Strings {
         index
     }
 
-    /// The string at `index`.
     pub fn get(&self, index: u32) -> &[u8] {
         let index = index as usize;
         let start = if index == 0 { 0 } else { self.ends[index - 1] };
         &self.arena[start..self.ends[index]]
     }
 
-    /// For every string, the index of the first string equal to it (so equal strings get
-    /// equal ids, and every id is below `len()`).
+    /// For every string, the index of the first string equal to it (every id below `len()`).
     pub fn number(&mut self) -> &[u32] {
         const EMPTY: u64 = u64::MAX;
         // Hashes are computed this far ahead of their probe, and their slot prefetched.
         const AHEAD: u32 = 16;
         // `push` hands out u32 indexes, so the count fits too.
         let count = u32::try_from(self.len()).expect("fewer than 2^32 strings");
-        // Load factor at most 1/2; a slot packs the hash's upper half (to reject most
-        // mismatches without touching the arena) over the string index.
+        // Load factor at most 1/2; a slot packs the hash's upper half (to reject most mismatches
+        // without touching the arena) over the string index.
         let size = (self.len() * 2).next_power_of_two().max(8);
         let mask = size - 1;
         let mut slots = std::mem::take(&mut self.slots);
@@ -135,7 +119,6 @@ impl Strings {
     }
 }
 
-/// The slot of `hash` in a table of `mask + 1` slots: its low bits.
 #[inline]
 #[expect(
     clippy::cast_possible_truncation,
@@ -145,7 +128,6 @@ fn slot_of(hash: u64, mask: usize) -> usize {
     hash as usize & mask
 }
 
-/// The string index packed in the low half of a table entry.
 #[inline]
 #[expect(
     clippy::cast_possible_truncation,
@@ -158,8 +140,7 @@ fn packed_index(entry: u64) -> u32 {
 #[inline(always)]
 fn prefetch<T>(target: &T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` is SSE, part of the x86_64 baseline. It is only a hint to the
-    // cache: it never faults and reads nothing the program sees, whatever the address.
+    // SAFETY: `_mm_prefetch` is SSE (x86_64 baseline) and only a hint: it never faults.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         _mm_prefetch::<_MM_HINT_T0>((target as *const T).cast());
@@ -168,8 +149,7 @@ fn prefetch<T>(target: &T) {
     let _ = target;
 }
 
-/// A hasher for integer keys: one multiply and a fold, enough for pointers (whose low bits
-/// are always zero) and for content hashes (already uniform).
+/// A hasher for integer keys (pointers, content hashes): one multiply and a fold.
 #[derive(Default, Clone, Copy)]
 pub struct MixHasher(u64);
 
@@ -208,13 +188,10 @@ impl Hasher for MixHasher {
     }
 }
 
-/// `BuildHasher` for [`MixHasher`].
 pub type MixState = BuildHasherDefault<MixHasher>;
 
-/// A `HashMap` with [`MixHasher`].
 pub type MixMap<K, V> = std::collections::HashMap<K, V, MixState>;
 
-/// A `HashSet` with [`MixHasher`].
 pub type MixSet<K> = std::collections::HashSet<K, MixState>;
 
 #[cfg(test)]
@@ -247,7 +224,6 @@ mod tests {
         strings.push(b"id:a:b:c");
         strings.push(b"id:a:bc");
         assert_eq!(strings.number(), [0, 0, 2]);
-        // Reused buffers start empty.
         strings.recycle();
         let mut again = Strings::reuse();
         assert!(again.is_empty());

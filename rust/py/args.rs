@@ -1,6 +1,5 @@
-//! Argument handling shared by the Python functions: list arguments read in place or
-//! materialised (the pure twin's `_as_list`), index masks (`_index_mask`), result lists,
-//! and the interpreter's wording for surplus arguments.
+//! Argument handling shared by the Python functions: list arguments, index masks, result
+//! lists, surplus-argument errors.
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
@@ -19,14 +18,8 @@ fn type_name(value: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(value.get_type().name()?.to_string())
 }
 
-/// The items of a list argument (the pure twin's `_as_list`): an exact list is read in
-/// place (no copy: at 10^5 items a snapshot costs as much as a pass), a list or tuple
-/// subclass is copied as it stands (its own methods are not called), any other iterable
-/// is materialised with `list()`; str, bytes, bytearray, dict and non-iterables are
-/// rejected.
-///
-/// A list read in place may be changed by user code the call runs (`model_dump`, ...):
-/// every read checks its size is still the one it had, and raises RuntimeError if not.
+/// The items of a list argument (the pure twin's `_as_list`). An exact list is read in place
+/// (a snapshot costs as much as a pass), so every read checks its size still holds.
 pub struct Items<'py> {
     list: Bound<'py, PyList>,
     len: usize,
@@ -39,8 +32,7 @@ impl<'py> Items<'py> {
             // SAFETY: `value` was just checked to be an exact `list`, so it is a `PyList`.
             unsafe { value.cast_unchecked::<PyList>() }.clone()
         } else if let Ok(list) = value.cast::<PyList>() {
-            // A subclass: what it holds (`PyList_GetSlice` reads the storage and returns a
-            // new exact list).
+            // A subclass: what it holds (its own methods are not called).
             list.get_slice(0, list.len())
         } else if let Ok(tuple) = value.cast::<PyTuple>() {
             PyList::new(py, tuple.iter())?
@@ -55,7 +47,6 @@ impl<'py> Items<'py> {
                     type_name(value)?
                 )));
             }
-            // Exactly `list(value)`, as the pure twin calls it.
             py.get_type::<PyList>()
                 .call1((value,))?
                 .cast_into::<PyList>()?
@@ -72,8 +63,7 @@ impl<'py> Items<'py> {
         self.len
     }
 
-    /// The item at `index` (a new reference); RuntimeError when user code changed the
-    /// size of the list since the call began (the pure twin's `_read`).
+    /// The item at `index`; RuntimeError when user code resized the list (the twin's `_read`).
     #[inline]
     pub fn get(&self, index: usize) -> PyResult<Bound<'py, PyAny>> {
         self.check_size()?;
@@ -100,7 +90,6 @@ impl<'py> Items<'py> {
             .collect()
     }
 
-    /// A new list of the items at `indexes`.
     pub fn pick(&self, indexes: &[usize]) -> PyResult<Bound<'py, PyList>> {
         self.check_size()?;
         new_list(self.list.py(), indexes.len(), |slot| {
@@ -109,19 +98,14 @@ impl<'py> Items<'py> {
     }
 }
 
-/// A new list of `len` members made by `member(position)`.
 pub fn new_list<'py>(
     py: Python<'py>,
     len: usize,
     mut member: impl FnMut(usize) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let size = ffi::Py_ssize_t::try_from(len).expect("a list length fits Py_ssize_t");
-    // SAFETY: `PyList_New` returns a new reference (owned from here on) to a list of
-    // `size` NULL slots, or NULL with an exception set, which `from_owned_ptr_or_err`
-    // raises. A list with NULL slots must not reach Python code, and `member` may run some
-    // (`model_dump`, `copy.deepcopy`); untracking it from the garbage collector keeps it
-    // out of `gc.get_objects()` and `gc.get_referrers()`, the only ways that code could
-    // find it. Untracking a tracked object is always allowed.
+    // SAFETY: `PyList_New` gives an owned list of NULL slots (or NULL, raised). `member` may
+    // run Python code, so the list is untracked from `gc`, its only way to reach it.
     let list = unsafe {
         let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(size))?;
         ffi::PyObject_GC_UnTrack(list.as_ptr().cast());
@@ -129,21 +113,17 @@ pub fn new_list<'py>(
     };
     for (position, slot) in (0..size).enumerate() {
         let value = member(position)?;
-        // SAFETY: `slot` is in range and still NULL (each slot is filled once, in order);
-        // `PyList_SetItem` steals the new reference that `into_ptr` hands over. If
-        // `member` fails, dropping the partly filled list is fine: the list deallocator
-        // skips NULL slots.
+        // SAFETY: `slot` is in range and NULL; `PyList_SetItem` steals the reference. A list left
+        // partly filled on error is fine: its deallocator skips NULL slots.
         unsafe { ffi::PyList_SetItem(list.as_ptr(), slot, value.into_ptr()) };
     }
-    // SAFETY: every slot now holds an object, so the list may be seen by the collector
-    // (and Python code) again; it was untracked above, and is tracked exactly once here.
+    // SAFETY: every slot is filled, so the list (untracked above) is tracked exactly once.
     unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
     // SAFETY: `list` came from `PyList_New`, so it is an exact `list`.
     Ok(unsafe { list.cast_into_unchecked() })
 }
 
-/// Positions named by an optional iterable of ints, as a mask over `length` (the pure
-/// twin's `_index_mask`): bools and non-ints are rejected, out-of-range ints ignored.
+/// Positions named by an optional iterable of ints, as a mask (the twin's `_index_mask`).
 pub fn index_mask(
     value: Option<&Bound<'_, PyAny>>,
     name: &str,
@@ -171,9 +151,7 @@ pub fn index_mask(
             )));
         }
         let mut overflow = 0;
-        // SAFETY: `index` is a live `int` (checked above) and `overflow` a valid place to
-        // write; the call reads the value without running Python code (no `__index__`
-        // for an `int`).
+        // SAFETY: `index` is a live `int` and `overflow` writable; no Python code runs.
         let position =
             unsafe { ffi::PyLong_AsLongLongAndOverflow(index.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
@@ -192,9 +170,8 @@ pub fn index_mask(
     Ok(Some(mask))
 }
 
-/// pyo3 words a surplus positional argument as "takes 1 positional arguments"; the
-/// single-argument functions take `*extra` (hidden from their signature) and raise the
-/// interpreter's own wording instead.
+/// pyo3 words a surplus positional argument "takes 1 positional arguments"; this raises
+/// the interpreter's wording.
 pub fn reject_extra(function: &str, extra: &Bound<'_, PyTuple>) -> PyResult<()> {
     if extra.is_empty() {
         return Ok(());
@@ -205,8 +182,7 @@ pub fn reject_extra(function: &str, extra: &Bound<'_, PyTuple>) -> PyResult<()> 
     )))
 }
 
-/// The members of `value`, which must be a tuple of exact `str` (`name` is the argument's
-/// name in the error).
+/// The members of `value`, a tuple of exact `str` (`name` names it in the error).
 pub fn str_tuple<'py>(
     value: &Bound<'py, PyAny>,
     name: &str,

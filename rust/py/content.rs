@@ -1,6 +1,4 @@
-//! The canonical bytes of Python items and their content keys (those bytes hashed): for
-//! `canonical_json`, `content_key(s)` and the content pass of callback classification
-//! (`classify_callback_output`).
+//! Canonical bytes and content keys of Python items, and callback classification.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -11,7 +9,6 @@ use super::extract::Reader;
 use crate::core::canonical;
 use crate::core::classify::{self, ContentKeys};
 
-/// `canonical_json`.
 pub fn canonical_json<'py>(item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let py = item.py();
     let payload = Reader::new(py).payload(item.clone())?;
@@ -19,14 +16,12 @@ pub fn canonical_json<'py>(item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBy
     Ok(PyBytes::new(py, encoder.encode(&payload)?))
 }
 
-/// `content_key`.
 pub fn content_key<'py>(item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let py = item.py();
     let key = content_key_of(&mut Reader::new(py), &mut Encoder::new(py), item)?;
     Ok(PyBytes::new(py, &key))
 }
 
-/// `content_keys`.
 pub fn content_keys<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     let py = items.py();
     let items = Items::of(items, "items")?;
@@ -38,7 +33,6 @@ pub fn content_keys<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyLis
     })
 }
 
-/// `classify_callback_output`.
 pub fn classify_callback_output<'py>(
     py: Python<'py>,
     history: &Bound<'py, PyAny>,
@@ -73,7 +67,6 @@ pub fn content_key_of<'py>(
     Ok(canonical::content_key(encoder.encode(&payload)?))
 }
 
-/// Content keys of the three lists of a callback classification, computed on demand.
 pub struct ListContentKeys<'a, 'py> {
     reader: Reader<'py>,
     encoder: Encoder<'py>,

@@ -1,10 +1,5 @@
-//! Deep copy of JSON-like items: exact dict/list/tuple are rebuilt, str/int/float/bool/None
-//! shared (immutable), anything else (subclasses included) handed to `copy.deepcopy`. And
-//! the strict variant, [`PlainCopier`], which gives up on anything but plain JSON trees,
-//! and the one-level copies of `shallow_dict_copies`.
-//!
-//! Dicts and lists are first copied at C level (`dict.copy()`, a list slice); only the
-//! members that are themselves containers or foreign objects are then replaced.
+//! Deep copies of JSON-like items: exact dict/list/tuple rebuilt, immutable scalars shared,
+//! anything else handed to `copy.deepcopy`; the strict [`PlainCopier`]; `shallow_dict_copies`.
 
 use std::collections::HashSet;
 
@@ -19,7 +14,6 @@ use super::encode::depth_error;
 use crate::core::canonical::MAX_DEPTH;
 use crate::core::strings::MixState;
 
-/// `deep_copy_items`.
 pub fn deep_copy_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     let py = items.py();
     let items = Items::of(items, "items")?;
@@ -27,7 +21,6 @@ pub fn deep_copy_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Py
     new_list(py, items.len(), |index| copier.copy(&items.get(index)?, 0))
 }
 
-/// `plain_json_copy`.
 pub fn plain_json_copy<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,
@@ -56,7 +49,6 @@ pub fn plain_json_copy<'py>(
     PyList::new(py, copies).map(Some)
 }
 
-/// `shallow_dict_copies`.
 pub fn shallow_dict_copies<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,
@@ -87,8 +79,7 @@ pub fn shallow_dict_copies<'py>(
     Ok(copies.into_any())
 }
 
-/// Whether `dict` holds any of `keys` (the screen of the copies that must leave out the
-/// keys the SDK strips). A lookup compares keys, so a key object's `__eq__` may run.
+/// Whether `dict` holds any of `keys`; a lookup may run a key object's `__eq__`.
 pub fn holds_any(dict: &Bound<'_, PyDict>, keys: &[Bound<'_, PyString>]) -> PyResult<bool> {
     for key in keys {
         if dict.contains(key)? {
@@ -98,14 +89,12 @@ pub fn holds_any(dict: &Bound<'_, PyDict>, keys: &[Bound<'_, PyString>]) -> PyRe
     Ok(false)
 }
 
-/// Reusable deep copier (caches `copy.deepcopy`).
 pub struct Copier<'py> {
     py: Python<'py>,
     deepcopy: Option<Bound<'py, PyAny>>,
 }
 
-/// Immutable builtins that a copy shares (checked on the raw pointer, so shared members
-/// cost no reference counting).
+/// Immutable builtins that a copy shares (checked on the raw pointer: no refcounting).
 #[inline]
 fn is_shared_ptr(value: *mut ffi::PyObject) -> bool {
     // SAFETY: the callers pass live objects (held or borrowed from a container we hold),
@@ -127,9 +116,8 @@ fn is_shared(value: &Bound<'_, PyAny>) -> bool {
     is_shared_ptr(value.as_ptr())
 }
 
-/// A copy of the exact dict `value` (`dict.copy()`) whose values that are not shared
-/// scalars are replaced by `member(value)`; None as soon as `member` gives None, or
-/// (with `scalar_keys`) a key is not a shared scalar.
+/// The exact dict `value` copied, non-shared values replaced by `member(value)`; None on a
+/// None from `member` or (with `scalar_keys`) a key that is not a shared scalar.
 fn copy_dict<'py>(
     value: &Bound<'py, PyAny>,
     scalar_keys: bool,
@@ -138,8 +126,8 @@ fn copy_dict<'py>(
     let py = value.py();
     // SAFETY: the callers checked `value` is an exact `dict`.
     let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
-    // Walk the private copy: only its values change (never its keys), which `PyDict_Next`
-    // allows; Python code run by `member` could reach the copy only through `gc`.
+    // Only the private copy's values change, which `PyDict_Next` allows; `member`'s code could
+    // reach the copy only through `gc`.
     let mut pairs = dict::items(&copy);
     while let Some((key, value)) = pairs.next_pair() {
         if scalar_keys && !is_shared_ptr(key.as_ptr()) {
@@ -153,9 +141,8 @@ fn copy_dict<'py>(
         let Some(replacement) = member(&original)? else {
             return Ok(None);
         };
-        // SAFETY: `copy`, `key` and `replacement` are live objects we hold references to;
-        // `PyDict_SetItem` takes its own references (it steals none). Replacing the value
-        // of a key that is already there is allowed while `PyDict_Next` walks the dict.
+        // SAFETY: `copy`, `key` and `replacement` are live and held; `PyDict_SetItem` steals no
+        // reference, and replacing an existing key's value is allowed during `PyDict_Next`.
         let status =
             unsafe { ffi::PyDict_SetItem(copy.as_ptr(), key.as_ptr(), replacement.as_ptr()) };
         if status < 0 {
@@ -165,8 +152,7 @@ fn copy_dict<'py>(
     Ok(Some(copy.into_any()))
 }
 
-/// A copy of the exact list `value` (a slice) whose members that are not shared scalars
-/// are replaced by `member(value)`; None as soon as `member` gives None.
+/// The exact list `value` copied, non-shared members replaced by `member(value)` (or None).
 fn copy_list<'py>(
     value: &Bound<'py, PyAny>,
     mut member: impl FnMut(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>>,
@@ -174,11 +160,9 @@ fn copy_list<'py>(
     // SAFETY: the callers checked `value` is an exact `list`.
     let list = unsafe { value.cast_unchecked::<PyList>() };
     let copy = list.get_slice(0, list.len());
-    // `position` is `index` as a `Py_ssize_t`.
     for (index, position) in (0..copy.len()).zip(0..) {
-        // SAFETY: `copy` is a live list. `PyList_GetItem` checks the index against the
-        // current length and returns a borrowed reference, or NULL with IndexError set
-        // when Python code run by `member` shrank the copy (found through `gc`).
+        // SAFETY: `copy` is a live list; `PyList_GetItem` bounds-checks the index (NULL with
+        // IndexError set if `member`'s code shrank the copy through `gc`) and returns a borrow.
         let original = unsafe { ffi::PyList_GetItem(copy.as_ptr(), position) };
         if original.is_null() {
             return Err(PyErr::fetch(value.py()));
@@ -186,8 +170,7 @@ fn copy_list<'py>(
         if is_shared_ptr(original) {
             continue;
         }
-        // SAFETY: `original` is a non-NULL borrowed reference to a live member of `copy`;
-        // it becomes an owned reference before `member` runs any code.
+        // SAFETY: a non-NULL borrowed member of `copy`, owned before `member` runs any code.
         let original = unsafe { Bound::from_borrowed_ptr(value.py(), original) };
         let Some(replacement) = member(&original)? else {
             return Ok(None);
@@ -202,7 +185,6 @@ impl<'py> Copier<'py> {
         Copier { py, deepcopy: None }
     }
 
-    /// An independent copy of `value`, which sits `depth` containers deep.
     pub fn copy(&mut self, value: &Bound<'py, PyAny>, depth: usize) -> PyResult<Bound<'py, PyAny>> {
         if is_shared(value) {
             return Ok(value.clone());
@@ -254,19 +236,13 @@ impl<'py> Copier<'py> {
     }
 }
 
-/// Copies of trees made only of exact `dict`, `list`, `str`, `int`, `float`, `bool` and
-/// `None` (dict keys scalars too): what `copy.deepcopy` and the SDK's dump-compatible
-/// copy both return for such trees. Anything else, nesting past `MAX_DEPTH` (cycles
-/// included), or sharing that is not allowed makes the copy `None`, and the caller uses
-/// its own copy instead. Runs no Python code.
+/// Copies of plain JSON trees (what `copy.deepcopy` gives), or `None` for anything else,
+/// depth past `MAX_DEPTH` or disallowed sharing. Runs no Python code.
 pub struct PlainCopier {
-    /// Whether a container may be reached more than once (it is then copied per
-    /// reference); if not, a container met twice makes the copy `None`.
+    /// Whether a container may be reached more than once (then copied per reference).
     allow_shared: bool,
-    /// Containers met so far (only when sharing is not allowed).
     seen: HashSet<usize, MixState>,
-    /// Containers copied so far, and the most allowed: sharing can make a copy far
-    /// larger than its input (a list holding one list twice, a hundred levels deep).
+    /// Containers copied so far, and the most allowed: sharing can make a copy huge.
     containers: usize,
     budget: usize,
 }
@@ -287,7 +263,6 @@ impl PlainCopier {
         }
     }
 
-    /// The copy of `value` (at nesting `depth`), or None when it is not a plain tree.
     pub fn copy<'py>(
         &mut self,
         value: &Bound<'py, PyAny>,
@@ -310,7 +285,6 @@ impl PlainCopier {
         }
     }
 
-    /// Count a container in; false when the copy must give up.
     fn enter(&mut self, container: &Bound<'_, PyAny>) -> bool {
         self.containers += 1;
         if self.containers > self.budget {

@@ -4,9 +4,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The (key, value) pairs of a dict (or subclass, read as `dict.items` reads it), in
-/// order. A pair is borrowed until the next step: take owned references (`to_owned`)
-/// before running Python code that could change the dict.
+/// The (key, value) pairs of a dict (or subclass), in order, each borrowed until the next
+/// step: take owned references before running Python code that could change the dict.
 pub struct Items<'a, 'py> {
     dict: &'a Bound<'py, PyDict>,
     position: ffi::Py_ssize_t,
@@ -23,10 +22,9 @@ impl<'py> Items<'_, 'py> {
         let py = self.dict.py();
         let mut key = std::ptr::null_mut();
         let mut value = std::ptr::null_mut();
-        // SAFETY: we hold the GIL and `dict` is alive; `PyDict_Next` bounds-checks
-        // `position` on every call, so a dict changed between steps is never read out of
-        // bounds. It yields non-NULL borrowed references that stay valid while the dict is
-        // unchanged, which the borrow of `self` and the callers' `to_owned` ensure.
+        // SAFETY: GIL held, `dict` alive; `PyDict_Next` bounds-checks `position` on every call and
+        // yields non-NULL borrowed references, valid while the dict is unchanged: the borrow of
+        // `self` ends at the next step, and callers own them (`to_owned`) before running code.
         unsafe {
             if ffi::PyDict_Next(
                 self.dict.as_ptr(),

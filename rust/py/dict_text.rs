@@ -1,7 +1,5 @@
-//! `DictText`: a callable that answers an item's sorted-JSON text itself when it can and
-//! calls a fallback otherwise, so a per-item helper replaced by it (the SDK's
-//! `fingerprint_input_item`) costs one call into the engine, not a Python frame and two.
-//! The pure twin is `histcore.engine.pure_dropin.DictText`.
+//! `DictText`: an item's sorted-JSON text answered by the engine, or by a fallback, in one
+//! call (cheaper than the Python frame of the SDK's `fingerprint_input_item`).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
@@ -68,7 +66,6 @@ impl DictText {
 }
 
 impl DictText {
-    /// The engine's answer, or None when the call is the fallback's.
     fn text<'py>(
         &self,
         py: Python<'py>,
@@ -85,8 +82,7 @@ impl DictText {
                 return Ok(None);
             }
             if let Some((name, value)) = kwargs.iter().next() {
-                // Only the keyword the SDK passes, with a bool: anything else is the
-                // fallback's to accept or refuse.
+                // Only the keyword the SDK passes, with a bool: anything else is the fallback's.
                 let named = name.cast::<PyString>().is_ok_and(|name| {
                     name.to_str()
                         .is_ok_and(|name| name == "ignore_ids_for_matching")

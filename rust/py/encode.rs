@@ -1,11 +1,5 @@
-//! Walks Python values into the canonical writer (`core::canonical`).
-//!
-//! Exact builtin types are dispatched first by type pointer; subclasses then follow the
-//! pure twin's `isinstance` order, and are read by what they hold, never through methods
-//! they override (docs/design.md, "User-defined types"). A dict's entries and a list's
-//! members are read at once when the walk reaches them, before any user code (`str()` of
-//! a key or value) runs. One output buffer, and one entry buffer and one member buffer per
-//! nesting level, are reused across items.
+//! Walks Python values into the canonical writer, subclasses in the twin's `isinstance` order;
+//! a container is read at once, before any user code (`str()` of a key or value) runs.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -16,10 +10,8 @@ use super::dict;
 use super::text::{str_bytes, Text};
 use crate::core::canonical::{self, MAX_DEPTH};
 
-/// A dict entry waiting to be written in key order.
 struct Entry<'py> {
-    /// The first 8 key bytes, big-endian and zero-padded: orders keys exactly like their
-    /// bytes whenever it differs, so most comparisons end here.
+    /// The first 8 key bytes, big-endian and zero-padded: most key comparisons end here.
     prefix: u64,
     key: Text<'py>,
     value: Bound<'py, PyAny>,
@@ -45,7 +37,7 @@ fn key_prefix(key: &[u8]) -> u64 {
     if let Some(head) = key.first_chunk::<8>() {
         return u64::from_be_bytes(*head);
     }
-    // Short keys: byte by byte (a copy of unknown length would call `memcpy`).
+    // Short keys byte by byte: a copy of unknown length would call `memcpy`.
     let mut prefix = 0u64;
     for (index, &byte) in key.iter().enumerate() {
         prefix |= u64::from(byte) << (56 - 8 * index);
@@ -61,18 +53,15 @@ fn key_order(a: &Entry<'_>, b: &Entry<'_>) -> std::cmp::Ordering {
         .then_with(|| a.key.as_ref().cmp(b.key.as_ref()))
 }
 
-/// The error for containers nested deeper than `MAX_DEPTH` (also raised for cycles).
 pub fn depth_error() -> PyErr {
     PyValueError::new_err(canonical::depth_error_message())
 }
 
-/// Reusable canonical encoder.
 pub struct Encoder<'py> {
     py: Python<'py>,
     out: Vec<u8>,
-    /// Entry buffers of dicts being encoded, one per depth.
+    /// Entry and member buffers, one per depth, reused across items.
     entry_pools: Vec<Vec<Entry<'py>>>,
-    /// Member buffers of lists being encoded, one per depth.
     member_pools: Vec<Vec<Bound<'py, PyAny>>>,
     /// Positions (in the current entry buffer) whose non-str keys still need `str()`.
     deferred_keys: Vec<(usize, Bound<'py, PyAny>)>,
@@ -91,8 +80,7 @@ impl<'py> Encoder<'py> {
         }
     }
 
-    /// The canonical bytes of a payload (an item after `model_dump`); top-level metadata
-    /// keys are dropped. The slice is valid until the next call.
+    /// The canonical bytes of a payload (top-level metadata keys dropped), until the next call.
     pub fn encode(&mut self, payload: &Bound<'py, PyAny>) -> PyResult<&[u8]> {
         self.out.clear();
         self.value(payload, 0, true)?;
@@ -126,7 +114,6 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
-    /// Values that are not exact builtins, in the pure twin's `isinstance` order.
     fn subclass_or_other(
         &mut self,
         value: &Bound<'py, PyAny>,
@@ -162,9 +149,8 @@ impl<'py> Encoder<'py> {
 
     fn int(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
         let mut overflow = 0;
-        // Reads the int value itself (never `__index__`), for subclasses too.
-        // SAFETY: `value` is a live `int` (or subclass: the callers checked) and `overflow`
-        // a valid place to write; for an `int` the call runs no Python code.
+        // SAFETY: `value` is a live `int` (or subclass) and `overflow` writable; the value itself
+        // is read (never `__index__`), so no Python code runs.
         let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
             if small == -1 {
@@ -175,7 +161,7 @@ impl<'py> Encoder<'py> {
             canonical::write_i64(&mut self.out, small);
             return Ok(());
         }
-        // Beyond i64: exactly what `int.__repr__` says (including its digit-limit error).
+        // Beyond i64: what `int.__repr__` says (including its digit-limit error).
         let int_repr = match &self.int_repr {
             Some(int_repr) => int_repr,
             None => {
@@ -191,8 +177,8 @@ impl<'py> Encoder<'py> {
     }
 
     fn float(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
-        // SAFETY: `value` is a live `float` (or subclass: the callers checked), whose value
-        // the call reads without running Python code (no `__float__` for a `float`).
+        // SAFETY: `value` is a live `float` (or subclass), read without Python code (no
+        // `__float__`).
         let number = unsafe { ffi::PyFloat_AsDouble(value.as_ptr()) };
         if number == -1.0 {
             if let Some(error) = PyErr::take(self.py) {
@@ -203,15 +189,14 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
-    /// A list (or list subclass, by what it holds), its members read at once: `str()` of a
-    /// member may change the list, and must not change what is encoded.
+    /// A list (or subclass), its members read at once: `str()` of a member may change the list,
+    /// and must not change what is encoded.
     fn list(&mut self, list: &Bound<'py, PyList>, depth: usize) -> PyResult<()> {
         self.check_depth(depth)?;
         if self.member_pools.len() <= depth {
             self.member_pools.resize_with(depth + 1, Vec::new);
         }
         let mut members = std::mem::take(&mut self.member_pools[depth]);
-        // Nothing runs Python code while the members are taken.
         members.extend(list.iter());
         let result = self.sequence(&members, depth);
         members.clear();
@@ -219,7 +204,6 @@ impl<'py> Encoder<'py> {
         result
     }
 
-    /// A tuple (or tuple subclass, by what it holds); it cannot change.
     fn tuple(&mut self, tuple: &Bound<'py, PyTuple>, depth: usize) -> PyResult<()> {
         self.check_depth(depth)?;
         self.out.push(b'[');
@@ -245,7 +229,6 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
-    /// A dict (or dict subclass, by what it holds, as `dict.items` reads it).
     fn dict(&mut self, value: &Bound<'py, PyDict>, depth: usize, top: bool) -> PyResult<()> {
         self.check_depth(depth)?;
         if self.entry_pools.len() <= depth {
@@ -272,9 +255,8 @@ impl<'py> Encoder<'py> {
         result
     }
 
-    /// Collects `(key text, value)` pairs; non-str keys get `str()` only after the dict has
-    /// been read, so user code never runs during the dict walk. Only str keys (by their
-    /// text) are metadata keys.
+    /// Collects `(key text, value)` pairs; non-str keys get `str()` only after the walk, so no
+    /// user code runs during it. Only str keys are metadata keys.
     fn dict_entries(
         &mut self,
         value: &Bound<'py, PyDict>,
@@ -294,7 +276,6 @@ impl<'py> Encoder<'py> {
             }
             Ok(())
         };
-        // Nothing in this loop runs Python code, so the dict cannot change under it.
         let mut pairs = dict::items(value);
         while let Some((key, member)) = pairs.next_pair() {
             push(key.to_owned(), member.to_owned())?;

@@ -1,13 +1,5 @@
-//! Reading item facts out of Python objects: the payload an item stands for, dict field
-//! access, and the dedupe key of an item (orphan-pruning facts are read in `orphans`);
-//! with those keys, `dedupe_key(s)` and the dedupes (`core::dedupe` decides).
-//!
-//! Dicts, dict subclasses included, are read by what they hold (`dict.get`), never through
-//! methods a subclass overrides (docs/design.md, "User-defined types"). Field lookups
-//! return *borrowed* references (no reference counting, no write to the value's memory).
-//! Such a reference is read at once (type check, UTF-8 bytes copied out) and never held
-//! across another Python call; whatever may run user code (the truth value and `str()` of
-//! a `type` that is not a str) works on an owned reference.
+//! Item facts read out of Python objects, and the dedupes. Dicts are read by what they hold
+//! (`dict.get`); a borrowed field is read at once and owned before any user code runs.
 
 use std::ops::Deref;
 
@@ -22,8 +14,7 @@ use crate::core::dedupe::{self, Keyed};
 use crate::core::keys::{Field, ItemFields, KeyBuilder, KeyInfo};
 use crate::core::strings::Strings;
 
-/// Turns items into the payloads the engine reads (pydantic-style models become
-/// `model_dump(exclude_unset=True)`, called once per item per pass).
+/// Turns items into payloads (models become `model_dump(exclude_unset=True)`).
 pub struct Reader<'py> {
     py: Python<'py>,
     dump_kwargs: Option<Bound<'py, PyDict>>,
@@ -39,7 +30,7 @@ impl<'py> Reader<'py> {
 
     /// The item as the engine sees it (the pure twin's `_dumped`).
     pub fn payload(&mut self, item: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        // Builtin types never have `model_dump`: skip the attribute lookup for them.
+        // Builtin types never have `model_dump`: skip the attribute lookup.
         if item.is_exact_instance_of::<PyDict>()
             || item.is_exact_instance_of::<PyString>()
             || item.is_exact_instance_of::<PyList>()
@@ -68,7 +59,6 @@ impl<'py> Reader<'py> {
         }
     }
 
-    /// The payload of `item` when it is a dict (or dict subclass).
     pub fn dict_payload(&mut self, item: Bound<'py, PyAny>) -> PyResult<Option<DictPayload<'py>>> {
         Ok(DictPayload::of(self.payload(item)?))
     }
@@ -98,8 +88,7 @@ pub fn is_str(value: &Bound<'_, PyAny>) -> bool {
     value.is_exact_instance_of::<PyString>() || value.is_instance_of::<PyString>()
 }
 
-/// A payload known to be a dict (or dict subclass, read as `dict.get` reads it: the pure
-/// twin's `dict.get(payload, key)`).
+/// A payload known to be a dict (or subclass, read as `dict.get` reads it).
 pub struct DictPayload<'py> {
     dict: Bound<'py, PyAny>,
 }
@@ -109,14 +98,12 @@ impl<'py> DictPayload<'py> {
         self.dict.py()
     }
 
-    /// `value` as a dict payload, or None when it is not a dict.
     pub fn of(value: Bound<'py, PyAny>) -> Option<Self> {
         value
             .is_instance_of::<PyDict>()
             .then_some(DictPayload { dict: value })
     }
 
-    /// `value` as a dict payload when it is an exact dict, else None.
     pub fn of_exact(value: Bound<'py, PyAny>) -> Option<Self> {
         value
             .is_exact_instance_of::<PyDict>()
@@ -127,10 +114,8 @@ impl<'py> DictPayload<'py> {
     #[inline]
     pub fn lookup(&self, key: &Bound<'py, PyString>) -> PyResult<Option<FieldValue<'_, 'py>>> {
         let py = key.py();
-        // SAFETY: `self.dict` is a live dict (or subclass: the call reads its storage, as
-        // `dict.get` does) and `key` a live `str`. The call returns a reference borrowed
-        // from the dict, or NULL when the key is missing or the lookup raised (a stored
-        // key's `__eq__` may).
+        // SAFETY: `self.dict` is a live dict (storage read as `dict.get` does) and `key` a live
+        // `str`; the result is borrowed from the dict, or NULL when missing or on error.
         let found = unsafe { ffi::PyDict_GetItemWithError(self.dict.as_ptr(), key.as_ptr()) };
         if found.is_null() {
             // Missing keys are the common case: check for an error before fetching one.
@@ -140,15 +125,12 @@ impl<'py> DictPayload<'py> {
             }
             return Err(PyErr::fetch(py));
         }
-        // SAFETY: `found` is non-NULL and borrowed from the dict, which we hold. It stays
-        // valid while no Python code runs (only such code could remove it from the dict);
-        // a `FieldValue` is read at once, and turned into an owned reference before
-        // anything that may run Python code (see the module doc).
+        // SAFETY: `found` is non-NULL and borrowed from the held dict; only Python code could
+        // remove it, and a `FieldValue` is owned before any runs.
         let value = FieldValue(unsafe { Borrowed::from_ptr(py, found) });
         Ok((!value.is_none()).then_some(value))
     }
 
-    /// Copy the text of `dict.get(key)` into `out` (cleared first) when it is a `str`.
     #[inline]
     pub fn copy_str(&self, key: &Bound<'py, PyString>, out: &mut Vec<u8>) -> PyResult<bool> {
         out.clear();
@@ -162,7 +144,6 @@ impl<'py> DictPayload<'py> {
     }
 }
 
-/// The dedupe-key fields of a dict payload, read lazily.
 pub struct KeyFields<'a, 'py> {
     pub payload: &'a DictPayload<'py>,
 }
@@ -194,8 +175,7 @@ impl ItemFields for KeyFields<'_, '_> {
                 Ok(true)
             };
         }
-        // `type or None` for other values: Python truthiness decides, then `str()` names
-        // the kind.
+        // `type or None` for other values: truthiness decides, then `str()` names the kind.
         let kind = kind.into_owned();
         if !kind.is_truthy()? {
             return none(text);
@@ -228,8 +208,7 @@ pub fn item_key<'py>(
     }
 }
 
-/// The dedupe key of every item as an id (None for unkeyed items; equal keys have equal
-/// ids), and a bound on the ids.
+/// Each item's dedupe key as an id (None if unkeyed; equal keys, equal ids), and an id bound.
 pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
     let py = items.py();
     let mut reader = Reader::new(py);
@@ -255,12 +234,9 @@ pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
     Ok((keys, key_count))
 }
 
-/// `item` as a dict payload when histcore's dedupe key of it is, by construction, the one
-/// the SDK's `_dedupe_key` computes: an exact dict whose `type` is a str (exact) or
-/// missing/None, whose `id` is an exact str or missing/None, and whose other id fields
-/// hold no str subclass (the SDK formats `type` and the ids with an f-string, looks `type`
-/// up in sets and compares `id` with `==`, which a subclass or another type may answer
-/// its own way, even by raising). None otherwise: the caller's original runs.
+/// `item` as a dict payload when its dedupe key is by construction the SDK's `_dedupe_key`:
+/// an exact dict with exact-str-or-missing `type` and `id`, other id fields holding no str
+/// subclass (which could answer the SDK's f-strings, set lookups and `==` its own way).
 pub fn screened_payload<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<DictPayload<'py>>> {
     if !item.is_exact_instance_of::<PyDict>() {
         return Ok(None);
@@ -287,7 +263,6 @@ pub fn screened_payload<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<DictPa
     Ok(Some(payload))
 }
 
-/// Whether every item of `items` passes `screened_payload`.
 pub fn all_screened(items: &Items<'_>) -> PyResult<bool> {
     for item in items.iter() {
         if screened_payload(&item?)?.is_none() {
@@ -297,7 +272,6 @@ pub fn all_screened(items: &Items<'_>) -> PyResult<bool> {
     Ok(true)
 }
 
-/// `dedupe_key`.
 pub fn dedupe_key<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyString>>> {
     let py = item.py();
     let mut builder = KeyBuilder::reuse();
@@ -309,7 +283,6 @@ pub fn dedupe_key<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, P
     key
 }
 
-/// `dedupe_keys`.
 pub fn dedupe_keys<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     let py = items.py();
     let items = Items::of(items, "items")?;
@@ -325,19 +298,16 @@ pub fn dedupe_keys<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList
     })
 }
 
-/// `deduplicate_input_items`.
 pub fn deduplicate_input_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     deduplicated(&Items::of(items, "items")?, false)
 }
 
-/// `deduplicate_input_items_preferring_latest`.
 pub fn deduplicate_input_items_preferring_latest<'py>(
     items: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     deduplicated(&Items::of(items, "items")?, true)
 }
 
-/// The dedupe of `items`: first wins, or each key's latest value (docs/design.md).
 pub fn deduplicated<'py>(
     items: &Items<'py>,
     preferring_latest: bool,

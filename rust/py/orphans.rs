@@ -1,7 +1,5 @@
 //! Orphan-call pruning of Python items: each item is read once into the facts that
-//! `core::orphans` decides on. Only str values (subclasses by their text) name a type or a
-//! status (docs/design.md, "User-defined types"), so no fact is opaque and the rules run no
-//! Python code.
+//! `core::orphans` decides on. Only str values name a type or status, so no fact is opaque.
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -16,7 +14,6 @@ use crate::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeF
 use crate::core::strings::Strings;
 use crate::py::watch::NameWatch;
 
-/// `drop_orphan_function_calls`.
 pub fn drop_orphan_function_calls<'py>(
     items: &Bound<'py, PyAny>,
     pruning_indexes: Option<&Bound<'py, PyAny>>,
@@ -36,7 +33,6 @@ pub fn drop_orphan_function_calls<'py>(
     items.pick(&kept(&items, &pruning)?)
 }
 
-/// `screened_drop_orphan_function_calls`.
 pub fn screened_drop_orphan_function_calls<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,
@@ -82,15 +78,12 @@ pub fn screened_drop_orphan_function_calls<'py>(
     }
 }
 
-/// Indexes of the items that orphan pruning keeps, in order (the rules of
-/// `drop_orphan_function_calls`).
 pub fn kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Vec<usize>> {
     let mut ids = Strings::reuse();
     let facts = read_facts(items, &mut ids)?;
     Ok(decide(items.py(), facts, ids, pruning))
 }
 
-/// The rules over facts already read, their strings in `ids` (recycled here).
 fn decide(
     py: Python<'_>,
     mut facts: Vec<Option<ItemFacts>>,
@@ -108,9 +101,7 @@ fn decide(
     kept
 }
 
-/// The facts of every item (None for items that are not dicts), with their strings pushed
-/// to `ids`. Each item is read completely (`model_dump`, then its fields) before the next,
-/// as in the pure twin.
+/// The facts of every item (None for non-dicts), each item read completely before the next.
 fn read_facts(items: &Items<'_>, ids: &mut Strings) -> PyResult<Vec<Option<ItemFacts>>> {
     let mut reader = Reader::new(items.py());
     let mut facts = Vec::with_capacity(items.len());
@@ -123,10 +114,7 @@ fn read_facts(items: &Items<'_>, ids: &mut Strings) -> PyResult<Vec<Option<ItemF
     Ok(facts)
 }
 
-/// Reads the facts orphan pruning needs from one dict payload, its fields in this order:
-/// type, call_id, caller (its type, then its caller_id), status (for shell calls only).
-/// Call ids and program ids are pushed to `ids` (the facts hold their push indexes, see
-/// [`Strings::number`]). A value that is not a str equals no type name and no status.
+/// Reads one dict payload's facts in the twin's order; a non-str equals no type or status.
 fn orphan_facts(payload: &DictPayload<'_>, ids: &mut Strings) -> PyResult<ItemFacts> {
     let py = payload.py();
     let kind = match payload.lookup(intern!(py, "type"))? {
@@ -178,25 +166,19 @@ fn orphan_facts(payload: &DictPayload<'_>, ids: &mut Strings) -> PyResult<ItemFa
     })
 }
 
-/// `value` is missing (or None, which `lookup` reports as missing) or an exact str: a
-/// field the SDK compares with `==` and in sets reads the same in histcore only then.
+/// `value` is missing/None or an exact str: only then does it read the same in the SDK.
 fn plain_text(value: Option<&FieldValue<'_, '_>>) -> bool {
     value.is_none_or(|value| value.is_exact_instance_of::<PyString>())
 }
 
-/// The text bytes of a field that passed [`plain_text`], or None when it is missing.
 fn plain_bytes<'a, 'py>(
     value: Option<&'a FieldValue<'_, 'py>>,
 ) -> PyResult<Option<StrBytes<'a, 'py>>> {
     value.map(|value| str_bytes(value)).transpose()
 }
 
-/// The indexes orphan pruning keeps when that pruning is the OpenAI Agents SDK's by
-/// construction, else None: every item an exact dict whose `type` and `call_id` (and a
-/// shell call's `status`) are exact str or missing, every `caller` that is a dict an exact
-/// one with such `type` and `caller_id`, and, given `prunable`, no reasoning item outside
-/// it (the SDK drops such an item with the orphan call after it, histcore keeps it). Each
-/// item is read once, dict fields only: no Python code of the items runs.
+/// The indexes kept when orphan pruning is the SDK's by construction (see the binding's
+/// docstring), else None.
 pub fn screened_kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Option<Vec<usize>>> {
     let mut ids = Strings::reuse();
     let mut facts = Vec::with_capacity(items.len());
@@ -215,9 +197,7 @@ pub fn screened_kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Optio
     Ok(Some(decide(items.py(), facts, ids, pruning)))
 }
 
-/// One exact dict's facts, read in this order: type, call_id, status (for shell calls),
-/// caller (its type, then its caller_id); None when a field fails the screen of
-/// [`screened_kept`].
+/// One exact dict's facts, or None when a field fails the screen of [`screened_kept`].
 fn screened_facts(
     payload: &DictPayload<'_>,
     position: usize,

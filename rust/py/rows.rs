@@ -1,9 +1,5 @@
-//! Decoding the rows of a session read in one call: each row's JSON text goes to a fast
-//! decoder unless it may hold an integer beyond 64 bits or the fast decoder refuses it;
-//! then to the exact one, whose skipped exceptions leave the row out. The rows are read
-//! as the SDK's loop unpacks them, so anything but a list of 1-tuples is declined.
-//! The pure twin is `histcore.engine.pure_rows.decode_rows`. Also the long-integer screen
-//! of exact JSON decoding (`long_integer_candidates`).
+//! Session rows decoded in one call (fast decoder first, unless a long integer may be there;
+//! the exact one decides the rest), and the long-integer screen of exact JSON decoding.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -13,7 +9,6 @@ use crate::core::digits;
 use crate::py::args::Items;
 use crate::py::text::str_bytes;
 
-/// `long_integer_candidates`.
 pub fn long_integer_candidates<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     let py = texts.py();
     let texts = Items::of(texts, "texts")?;
@@ -37,7 +32,6 @@ pub fn long_integer_candidates<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Bound
     PyList::new(py, positions)
 }
 
-/// `decode_rows`.
 pub fn decode_rows<'py>(
     py: Python<'py>,
     rows: &Bound<'py, PyAny>,
@@ -66,7 +60,6 @@ pub fn decode_rows<'py>(
     })
 }
 
-/// The decoders and the exceptions of the exact one that drop a row.
 struct Decoders<'a, 'py> {
     fast: &'a Bound<'py, PyAny>,
     exact: &'a Bound<'py, PyAny>,
@@ -74,7 +67,6 @@ struct Decoders<'a, 'py> {
 }
 
 impl<'py> Decoders<'_, 'py> {
-    /// The decoded value of `text`, or None when the exact decoder skips it.
     fn decode(&self, text: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let fast_first = text.is_exact_instance_of::<PyString>()
             && !digits::has_long_run(str_bytes(text)?.as_bytes());
@@ -92,7 +84,6 @@ impl<'py> Decoders<'_, 'py> {
     }
 }
 
-/// The decoded rows in order, or None when a row is not an exact 1-tuple.
 fn decoded<'py>(
     rows: &Items<'py>,
     decoders: &Decoders<'_, 'py>,

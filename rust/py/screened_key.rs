@@ -1,8 +1,5 @@
-//! `ScreenedKey`: the SDK's per-item `_dedupe_key` as a callable that answers in the
-//! engine when the key is the SDK's by construction and calls a fallback otherwise, so
-//! each item costs one call into the engine, not a Python frame and a call; and the
-//! screened functions `screened_dedupe_key` and `screened_deduplicate`.
-//! The pure twin is `histcore.engine.pure_dropin.ScreenedKey`.
+//! `ScreenedKey`: the SDK's `_dedupe_key` answered by the engine where it is the SDK's by
+//! construction, by a fallback otherwise, in one call; and the `screened_*` functions.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -13,8 +10,8 @@ use crate::py::extract::{all_screened, deduplicated, screened_payload, KeyFields
 use crate::py::text::to_py_string;
 use crate::py::watch::NameWatch;
 
-/// `item`'s dedupe key (a str, or None) where that is the SDK's `_dedupe_key(item)` by
-/// construction and `watch`, if given, is intact; `Ok(None)` where the SDK must answer.
+/// `item`'s dedupe key where that is the SDK's `_dedupe_key(item)` by construction and
+/// `watch` is intact; `Ok(None)` where the SDK must answer.
 pub fn screened_key<'py>(
     py: Python<'py>,
     item: &Bound<'py, PyAny>,
@@ -37,7 +34,6 @@ pub fn screened_key<'py>(
     key.map(Some)
 }
 
-/// `screened_dedupe_key`.
 pub fn screened_dedupe_key<'py>(
     py: Python<'py>,
     item: &Bound<'py, PyAny>,
@@ -48,7 +44,6 @@ pub fn screened_dedupe_key<'py>(
         .unwrap_or_else(|| py.NotImplemented().into_bound(py)))
 }
 
-/// `screened_deduplicate`.
 pub fn screened_deduplicate<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,

@@ -1,11 +1,5 @@
-//! Walks Python values into `json.dumps(value, sort_keys=True, default=str)` text
-//! (string rules in `pyjson_text.rs`, numbers in `canonical.rs`).
-//!
-//! Only exact builtin JSON values are walked: dicts with exact `str` keys, lists, tuples,
-//! `str`, `int`, `float`, `bool` and `None`, nested at most `MAX_DEPTH` levels. Anything
-//! else (a subclass, a non-str key, an object `default=str` would format, a cycle, an
-//! integer `int.__repr__` refuses) makes the walk answer "not mine", and the caller runs
-//! `json.dumps` itself, which then gives its own text or raises its own error. Nothing in
+//! Walks exact builtin JSON values into `json.dumps(value, sort_keys=True, default=str)`
+//! text; anything else answers "not mine" and the caller runs `json.dumps` itself. Nothing in
 //! the walk runs Python code, so the values cannot change under it.
 
 use std::cell::Cell;
@@ -20,7 +14,6 @@ use crate::py::args::{new_list, str_tuple, Items};
 use crate::py::dict;
 use crate::py::text::{str_bytes, to_py_string, Text};
 
-/// `sorted_json_text`.
 pub fn sorted_json_text<'py>(
     py: Python<'py>,
     value: &Bound<'py, PyAny>,
@@ -36,7 +29,6 @@ pub fn sorted_json_text<'py>(
     text
 }
 
-/// `dict_sorted_json_texts`.
 pub fn dict_sorted_json_texts<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,
@@ -59,7 +51,6 @@ pub fn dict_sorted_json_texts<'py>(
     texts
 }
 
-/// The top-level keys a sorted-JSON text leaves out, from an optional tuple of str.
 fn skipped_names<'py>(skip: Option<&Bound<'py, PyAny>>) -> PyResult<Vec<Text<'py>>> {
     let mut left_out = Vec::new();
     if let Some(skip) = skip {
@@ -70,10 +61,8 @@ fn skipped_names<'py>(skip: Option<&Bound<'py, PyAny>>) -> PyResult<Vec<Text<'py
     Ok(left_out)
 }
 
-/// A dict entry waiting to be written in key order.
 struct Entry<'py> {
-    /// The first 8 key bytes, big-endian and zero-padded: orders keys like their bytes
-    /// whenever it differs.
+    /// The first 8 key bytes, big-endian and zero-padded: orders keys like their bytes.
     prefix: u64,
     key: Text<'py>,
     value: Bound<'py, PyAny>,
@@ -91,19 +80,17 @@ fn key_prefix(key: &[u8]) -> u64 {
     prefix
 }
 
-/// The entry buffers of a finished walk, emptied: only their allocations are kept.
 type SparePools = Vec<Vec<Entry<'static>>>;
 
 thread_local! {
-    /// The output buffer of the last walk on this thread (one call per item from Python
-    /// loops, where an allocation per call would show).
+    /// The last walk's buffers on this thread: Python loops call once per item, where an
+    /// allocation per call would show.
     static SPARE_OUT: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
-    /// The last walk's entry buffers, one per depth, for the same reason.
     static SPARE_POOLS: Cell<Option<SparePools>> = const { Cell::new(None) };
 }
 
-/// `pools` emptied and relabelled with another lifetime, keeping the allocations (an
-/// in-place collect of an empty vector: no entry, so no reference, crosses over).
+/// `pools` emptied and relabelled with another lifetime: no entry, so no reference,
+/// crosses over.
 fn relabel<'a, 'b>(pools: Vec<Vec<Entry<'a>>>) -> Vec<Vec<Entry<'b>>> {
     pools
         .into_iter()
@@ -117,17 +104,14 @@ fn relabel<'a, 'b>(pools: Vec<Vec<Entry<'a>>>) -> Vec<Vec<Entry<'b>>> {
         .collect()
 }
 
-/// One walk's state: the text so far and the entry buffers of the dicts being written.
 pub struct SortedJson<'py> {
     py: Python<'py>,
     out: Vec<u8>,
-    /// Entry buffers, one per depth.
     pools: Vec<Vec<Entry<'py>>>,
     int_repr: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> SortedJson<'py> {
-    /// A walker on this thread's spare buffer when there is one.
     pub fn reuse(py: Python<'py>) -> Self {
         let mut out = SPARE_OUT.with(Cell::take).unwrap_or_default();
         out.clear();
@@ -143,15 +127,13 @@ impl<'py> SortedJson<'py> {
         }
     }
 
-    /// Hand the buffers back for the next [`SortedJson::reuse`] on this thread.
     pub fn recycle(self) {
         SPARE_OUT.with(|spare| spare.set(Some(self.out)));
         SPARE_POOLS.with(|spare| spare.set(Some(relabel(self.pools))));
     }
 
-    /// The text of `value` (ASCII bytes), top-level dict keys equal to one of `skip`
-    /// left out; `None` when the value is not one this walk answers (see the module).
-    /// The slice is valid until the next call.
+    /// The ASCII text of `value` without the top-level keys in `skip`, or `None` when the
+    /// value is not one this walk answers; valid until the next call.
     pub fn text(&mut self, value: &Bound<'py, PyAny>, skip: &[Text<'py>]) -> Option<&[u8]> {
         self.out.clear();
         if self.value(value, 0, skip) {
@@ -182,8 +164,7 @@ impl<'py> SortedJson<'py> {
         } else if value.is(PyBool::new(self.py, false)) {
             canonical::write_constant(&mut self.out, Some(false));
         } else if value.is_exact_instance_of::<PyFloat>() {
-            // SAFETY: `value` is a live exact float (checked above), so PyFloat_AsDouble
-            // reads its value and cannot fail or run Python code.
+            // SAFETY: `value` is a live exact float: reading it cannot fail or run Python code.
             let number = unsafe { ffi::PyFloat_AsDouble(value.as_ptr()) };
             canonical::write_float(&mut self.out, number);
         } else if value.is_exact_instance_of::<PyTuple>() {
@@ -198,8 +179,8 @@ impl<'py> SortedJson<'py> {
 
     fn int(&mut self, value: &Bound<'py, PyAny>) -> bool {
         let mut overflow = 0;
-        // SAFETY: `value` is a live exact int (the caller checked), so this reads its value
-        // and never calls `__index__`; `overflow` is a local the call writes.
+        // SAFETY: `value` is a live exact int: this reads its value (never `__index__`) into a
+        // local.
         let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(value.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
             if small == -1 && PyErr::take(self.py).is_some() {
@@ -208,8 +189,7 @@ impl<'py> SortedJson<'py> {
             canonical::write_i64(&mut self.out, small);
             return true;
         }
-        // Beyond i64: what `int.__repr__` says, as json writes it; its digit-limit error
-        // is json's to raise.
+        // Beyond i64: what `int.__repr__` says; its digit-limit error is json's to raise.
         if self.int_repr.is_none() {
             match self
                 .py

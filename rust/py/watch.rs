@@ -1,7 +1,5 @@
-//! `NameWatch`: whether names in namespaces still hold the objects they held when the
-//! watch was armed (and watched constants the same members). A drop-in replacement asks
-//! it on every call before taking its own path, so it has to cost a few dict lookups,
-//! not a Python loop. The pure twin is `histcore.engine.pure_dropin.NameWatch`.
+//! `NameWatch`: whether watched names still hold the objects they held when armed. A
+//! drop-in asks it on every call, so it must cost a few dict lookups, not a Python loop.
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -21,7 +19,6 @@ struct Constant {
     snapshot: Snapshot,
 }
 
-/// `namespace.get(name)`: the stored object, or None when the name is missing.
 fn get<'py>(
     namespace: &Bound<'py, PyDict>,
     name: &Bound<'py, PyString>,
@@ -32,9 +29,8 @@ fn get<'py>(
     })
 }
 
-/// The address of what `namespace` holds under `name` (`missing` when nothing, as
-/// `dict.get` answers None), read as a borrowed pointer: no reference counting, nothing
-/// held. This runs once per watched name on every call of a replacement.
+/// The address of what `namespace` holds under `name` (`missing` if nothing), borrowed: this
+/// runs per watched name on every call.
 #[inline]
 fn held(
     py: Python<'_>,
@@ -42,10 +38,8 @@ fn held(
     name: &Py<PyString>,
     missing: *mut ffi::PyObject,
 ) -> PyResult<*mut ffi::PyObject> {
-    // SAFETY: both are live objects we hold, `namespace` a dict, `name` a str (hashes
-    // are cached); we hold the GIL. The result is borrowed and only compared as an
-    // address, never dereferenced. NULL means missing, or an error (a stored key's
-    // `__eq__` raised), told apart by the thread's exception state.
+    // SAFETY: `namespace` is a live dict and `name` a live str; the borrowed result is only
+    // compared as an address. NULL is missing or an error (a key's `__eq__` raised).
     let found = unsafe { ffi::PyDict_GetItemWithError(namespace.as_ptr(), name.as_ptr()) };
     if !found.is_null() {
         return Ok(found);
@@ -56,15 +50,13 @@ fn held(
     }
 }
 
-/// What a watched constant held when the watch was armed: for an exact dict, list or set
-/// its members in order (a change made in place shows as another length or another
-/// object somewhere), for anything else the object itself.
+/// What a watched constant held when armed: an exact dict, list or set by its members in
+/// order (so an in-place change shows), anything else by the object itself.
 enum Snapshot {
     Members(Py<PyType>, Vec<Py<PyAny>>),
     Object(Py<PyAny>),
 }
 
-/// The members of an exact dict (keys and values, interleaved), list or set, in order.
 fn members<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
     if let Ok(dict) = value.cast_exact::<PyDict>() {
         return Some(
@@ -82,8 +74,7 @@ fn members<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
     None
 }
 
-/// Whether `dict` holds exactly the keys and values of `expected` (interleaved), in order,
-/// by identity; its length was checked. Reads borrowed pointers: no reference counting.
+/// Whether `dict` holds exactly `expected`'s keys and values, interleaved, by identity.
 fn same_dict_members(dict: &Bound<'_, PyDict>, expected: &[Py<PyAny>]) -> bool {
     let mut pairs = dict::items(dict);
     expected.chunks_exact(2).all(|pair| {
@@ -104,8 +95,7 @@ impl Snapshot {
         }
     }
 
-    /// Whether `value` is the same object, or a container of the same type holding the
-    /// same objects in the same order (compared as they are iterated: no copy).
+    /// Whether `value` is the same object, or a same-type container of the same objects in order.
     fn matches(&self, value: &Bound<'_, PyAny>) -> bool {
         let py = value.py();
         let (kind, expected) = match self {

@@ -1,5 +1,4 @@
-//! The golden vectors in `tests/vectors/*.json` (shared with the Python suite), checked
-//! against the plain-Rust modules of the engine.
+//! The golden vectors in `tests/vectors/*.json`, shared with the Python suite.
 
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -44,9 +43,6 @@ fn indexes(value: &Value) -> Vec<usize> {
         .collect()
 }
 
-// --- JSON values read the way Python reads the decoded objects -----------------------
-
-/// Canonical bytes of a decoded JSON value (what `canonical_json` gives for it).
 fn encode(value: &Value, out: &mut Vec<u8>, top: bool) {
     match value {
         Value::Null => canonical::write_constant(out, None),
@@ -108,7 +104,6 @@ fn truthy(value: &Value) -> bool {
     }
 }
 
-/// `str(value)` for the scalar kinds the vectors use.
 fn python_str(value: &Value) -> Vec<u8> {
     match value {
         Value::Null => b"None".to_vec(),
@@ -168,7 +163,6 @@ impl ItemFields for JsonFields<'_> {
     }
 }
 
-/// The dedupe key of a decoded item, and whether it is a precursor.
 fn dedupe_key(item: &Value) -> Option<(Vec<u8>, bool)> {
     let Value::Object(entries) = item else {
         return None;
@@ -181,8 +175,6 @@ fn dedupe_key(item: &Value) -> Option<(Vec<u8>, bool)> {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
-
-// --- the vector files ----------------------------------------------------------------
 
 #[test]
 fn canonical_bytes_and_content_keys() {
@@ -330,7 +322,6 @@ fn orphan_pruning() {
     }
 }
 
-/// Content keys of decoded values.
 struct JsonKeys<'a> {
     history: &'a [Value],
     new_items: &'a [Value],
@@ -420,12 +411,8 @@ fn long_integer_runs() {
     }
 }
 
-// --- model-input rules ---------------------------------------------------------------
-
-/// The fields of a decoded JSON object, read as the pure twin reads a dict.
 struct JsonItem<'a>(&'a Map<String, Value>);
 
-/// Append `value`'s text when it is a string.
 fn append_text(value: Option<&Value>, out: &mut Vec<u8>) -> bool {
     match value {
         Some(Value::String(text)) => {
@@ -499,7 +486,6 @@ fn input_facts(items: &[Value], strings: &mut Strings, keep: Keep) -> Vec<Facts>
         .collect()
 }
 
-/// A problem as the vectors write it: `[position, kind, detail]`.
 fn problem_value(problem: &input_rules::Problem, strings: &Strings) -> Value {
     let detail = problem.detail.map_or(Value::Null, |id| {
         let text = input_rules::key_text(strings.get(id));
