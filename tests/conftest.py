@@ -74,7 +74,7 @@ def engine(request: pytest.FixtureRequest) -> ModuleType:
 @pytest.fixture(params=["run", "streamed"])
 def mode(request: pytest.FixtureRequest) -> str:
     """How a runner test runs its agent: ``Runner.run`` or ``Runner.run_streamed``
-    (see ``_runner.drive``)."""
+    (see ``tests.support.runner.drive``)."""
     return str(request.param)
 
 

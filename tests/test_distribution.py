@@ -83,7 +83,7 @@ def test_backend_matches_what_was_installed() -> None:
     if spec is None:
         # The pure wheel: nothing compiled, and auto (or python) gives the pure twin.
         assert histcore.BACKEND == "python"
-        assert backend.engine.__name__ == "histcore.engine.pure"
+        assert backend.backend_module.__name__ == "histcore.engine.pure"
         assert not compiled
         return
     # The extension is installed: it is histcore's own, and the engine in use unless
@@ -93,7 +93,7 @@ def test_backend_matches_what_was_installed() -> None:
     expected = "python" if requested == "python" else "rust"
     assert histcore.BACKEND == expected, f"HISTCORE_BACKEND={requested}"
     engine_module = "histcore.engine.pure" if expected == "python" else "histcore._core"
-    assert backend.engine.__name__ == engine_module
+    assert backend.backend_module.__name__ == engine_module
     if any(f.parts[0] == "histcore" for f in files):
         # Installed from a wheel (not editable): the extension is one of its files.
         assert [Path(str(f.locate())).resolve() for f in compiled] == [Path(spec.origin).resolve()]

@@ -7,30 +7,14 @@ from importlib.metadata import version as _distribution_version
 from typing import TYPE_CHECKING, Any
 
 try:
-    from histcore.engine.backend import BACKEND
+    from histcore.engine.backend import BACKEND as BACKEND
 except ImportError as _error:  # a bad HISTCORE_BACKEND, or HISTCORE_BACKEND=rust without it
     from histcore import _command_line
 
     if _command_line.is_command_line():
         _command_line.exit_with(_error)
     raise
-from histcore.engine.items import (
-    MAX_DEPTH,
-    InputProblem,
-    canonical_json,
-    classify_callback_output,
-    content_key,
-    content_keys,
-    dedupe_key,
-    dedupe_keys,
-    deduplicate_input_items,
-    deduplicate_input_items_preferring_latest,
-    deep_copy_items,
-    drop_orphan_function_calls,
-    input_problems,
-    plain_json_copy,
-    repair_input,
-)
+from histcore import items
 from histcore.exceptions import (
     HistcoreError,
     MaxTurnsExceeded,
@@ -38,6 +22,7 @@ from histcore.exceptions import (
     RunStateError,
     UserError,
 )
+from histcore.items import *  # noqa: F403  (the item API, listed in histcore.items.__all__)
 from histcore.runner.agent import Agent
 from histcore.runner.models import Model, ModelResponse, Usage
 from histcore.runner.result import RunResult, RunResultStreaming
@@ -68,16 +53,14 @@ try:
 except PackageNotFoundError:  # the sources on sys.path without an installed distribution
     __version__ = "0+unknown"
 
-# PostgresSession is importable by name but stays out of __all__, so that
+# The item API's names are histcore.items' (added below). PostgresSession is
+# importable by name but stays out of __all__, so that
 # `from histcore import *` works without the postgres extra (psycopg).
 __all__ = [
-    "BACKEND",
-    "MAX_DEPTH",
     "Agent",
     "CallModelData",
     "FunctionTool",
     "HistcoreError",
-    "InputProblem",
     "MaxTurnsExceeded",
     "MemorySession",
     "Model",
@@ -101,22 +84,10 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
-    "canonical_json",
-    "classify_callback_output",
-    "content_key",
-    "content_keys",
-    "dedupe_key",
-    "dedupe_keys",
-    "deduplicate_input_items",
-    "deduplicate_input_items_preferring_latest",
-    "deep_copy_items",
-    "drop_orphan_function_calls",
     "function_tool",
-    "input_problems",
-    "plain_json_copy",
     "prepare_input_with_session",
-    "repair_input",
 ]
+__all__ += items.__all__
 
 if not TYPE_CHECKING:
     # Hidden from type checkers, which see PostgresSession through the import above and

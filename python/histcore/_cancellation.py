@@ -7,12 +7,12 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["gather_all", "to_the_end"]
+__all__ = ["finish_despite_cancellation", "gather_all"]
 
 _T = TypeVar("_T")
 
 
-async def to_the_end(future: asyncio.Future[_T]) -> _T:
+async def finish_despite_cancellation(future: asyncio.Future[_T]) -> _T:
     """Await ``future`` to its end even when the caller is cancelled meanwhile, then
     re-raise the cancellation (chained to the work's own error, if it failed): a
     cancelled write is over, done or not done, by the time the caller's cleanup runs,

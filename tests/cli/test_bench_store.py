@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from histcore.cli.bench import store as bench_store
+from histcore.cli.bench import store_plan
 from histcore.cli.main import main
 from histcore.sessions import SQLiteSession
 from histcore.testing_histories import generate_history
@@ -85,7 +85,7 @@ def check_report(out: str, json_path: Path, sessions: dict[str, int]) -> dict[st
         assert entry["read"]["fresh_full_read"] is True
         assert entry["reread_cached"]["histcore"]["median_s"] > 0
         assert entry["prepare_input"]["histcore"]["median_s"] > 0
-        assert sorted(entry["passes"]) == sorted(bench_store.PASSES)
+        assert sorted(entry["passes"]) == sorted(store_plan.PASSES)
     return dict(report)
 
 

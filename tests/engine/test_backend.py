@@ -21,7 +21,7 @@ import histcore
 PACKAGE_DIR = Path(histcore.__file__).resolve().parent
 REPORT = (
     "import json, histcore, histcore.engine.backend as b; "
-    "print(json.dumps([histcore.BACKEND, b.engine.__name__, histcore.__file__]))"
+    "print(json.dumps([histcore.BACKEND, b.backend_module.__name__, histcore.__file__]))"
 )
 
 
@@ -134,9 +134,9 @@ def test_extension_is_used_when_present(value: str | None) -> None:
 def test_public_api_is_bound_to_the_selected_engine() -> None:
     code = (
         "import json, histcore, histcore.items as i, histcore.engine.backend as b, "
-        "histcore.engine.model_input as m; "
+        "histcore.engine.input_rules as m; "
         "names = [n for n in i.__all__ if n not in ('BACKEND', 'MAX_DEPTH', *m.__all__)]; "
-        "print(json.dumps([all(getattr(i, n) is getattr(b.engine, n) for n in names), "
+        "print(json.dumps([all(getattr(i, n) is getattr(b.backend_module, n) for n in names), "
         "all(getattr(histcore, n) is getattr(i, n) for n in names)]))"
     )
     for value in ("python", None):

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from histcore.engine import exact_json as _json
+from histcore.engine import exact_json
 from histcore.runner.agent import Agent
 from histcore.runner.run import Runner
 from histcore.runner.run_state import RunState
@@ -215,17 +215,17 @@ def test_tool_runs_with_exact_big_arguments() -> None:
 
 def test_loads_refuses_non_finite_tokens_on_both_paths() -> None:
     with pytest.raises(ValueError):
-        _json.loads("[NaN]")
+        exact_json.loads_strict("[NaN]")
     with pytest.raises(ValueError, match="NaN"):
-        _json.loads("[NaN, 12345678901234567890]")
+        exact_json.loads_strict("[NaN, 12345678901234567890]")
     with pytest.raises(TypeError, match="JSON text must be str or bytes, not int"):
-        _json.loads(5)  # type: ignore[arg-type]
-    assert _json.loads(bytearray(b"[12345678901234567890]")) == [12345678901234567890]
+        exact_json.loads_strict(5)  # type: ignore[arg-type]
+    assert exact_json.loads_strict(bytearray(b"[12345678901234567890]")) == [12345678901234567890]
 
 
 def test_dumps_keeps_what_orjson_would_change() -> None:
-    assert _json.dumps({"n": BIG}) == json.dumps({"n": BIG}).encode()
-    assert _json.dumps([float("nan")]) == b"[NaN]"
-    assert _json.dumps({"text": "null"}) == orjson.dumps({"text": "null"})
+    assert exact_json.dumps({"n": BIG}) == json.dumps({"n": BIG}).encode()
+    assert exact_json.dumps([float("nan")]) == b"[NaN]"
+    assert exact_json.dumps({"text": "null"}) == orjson.dumps({"text": "null"})
     with pytest.raises(TypeError):
-        _json.dumps({"x": object()})
+        exact_json.dumps({"x": object()})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import os
 import subprocess
@@ -10,8 +12,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-# Names only the extension has: which build it is, for benchmarks that refuse debug.
-CORE_ONLY = {"build_profile"}
+import histcore
+from histcore.engine import items
+from histcore.engine.names import CORE_ONLY_NAMES, ENGINE_NAMES, INTERNAL_NAMES
+
+CORE_ONLY = set(CORE_ONLY_NAMES)
+STUB = Path(histcore.__file__).parent / "_core.pyi"
 
 
 def _public(module: ModuleType) -> set[str]:
@@ -23,11 +29,59 @@ def _parameters(function: Any) -> list[tuple[str, Any, Any]]:
     return [(p.name, p.kind, p.default) for p in signature.parameters.values()]
 
 
+def _stub_all() -> list[str]:
+    """The stub's ``__all__``, which it must list literally."""
+    for node in ast.parse(STUB.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, list)
+            return value
+    raise AssertionError(f"{STUB} has no __all__")
+
+
+def test_names_are_listed_once() -> None:
+    assert len(set(ENGINE_NAMES)) == len(ENGINE_NAMES)
+    assert set(INTERNAL_NAMES) <= set(ENGINE_NAMES)
+    assert not set(CORE_ONLY_NAMES) & set(ENGINE_NAMES)
+
+
+def test_stub_lists_the_engine_names() -> None:
+    """The stub's ``__all__`` is histcore.engine.names' list (and the core-only names),
+    and it declares every one of them."""
+    listed = _stub_all()
+    assert sorted(listed) == sorted([*ENGINE_NAMES, *CORE_ONLY_NAMES])
+    declared: set[str] = set()
+    for node in ast.parse(STUB.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            declared.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            declared.add(node.target.id)
+    assert set(listed) <= declared
+
+
+def test_twin_exports_the_engine_names(pure: ModuleType) -> None:
+    assert sorted(pure.__all__) == sorted(ENGINE_NAMES)
+    assert set(ENGINE_NAMES) <= _public(pure)
+
+
+def test_items_binds_the_engine_names() -> None:
+    """``histcore.engine.items`` binds every engine name but the internal ones, each the
+    loaded backend module's own object."""
+    bound = set(items.__all__) - {"BACKEND", "InputProblem", "input_problems", "repair_input"}
+    assert bound == set(ENGINE_NAMES) - set(INTERNAL_NAMES)
+    module = importlib.import_module(
+        "histcore._core" if items.BACKEND == "rust" else "histcore.engine.pure"
+    )
+    for name in bound:
+        assert getattr(items, name) is getattr(module, name), name
+
+
 def test_same_public_names(pure: ModuleType, core: ModuleType) -> None:
-    assert sorted(_public(core) - CORE_ONLY) == sorted(pure.__all__)
-    assert set(pure.__all__) <= _public(pure)
+    assert sorted(_public(core) - CORE_ONLY) == sorted(ENGINE_NAMES)
     if hasattr(core, "__all__"):
-        assert sorted(set(core.__all__) - CORE_ONLY) == sorted(pure.__all__)
+        assert sorted(set(core.__all__) - CORE_ONLY) == sorted(ENGINE_NAMES)
 
 
 def test_same_signatures(pure: ModuleType, core: ModuleType) -> None:

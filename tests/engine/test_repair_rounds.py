@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from histcore.engine.pure import input_rules as pure_input
+from histcore.engine.pure import input_rules
 from tests.support.strategies import positions
 
 PROGRAMS = 4  # call ids p0-p3 are programs' ...
@@ -80,19 +80,19 @@ alphabet_items = st.builds(
 def loop_repair(items: list[Any], history: list[Any] | None) -> tuple[list[Any], int]:
     """The rule as written: drop every unit holding a fixable problem (never a user
     message), check the whole list again, until none is left; and how many rounds."""
-    required = pure_input._required_reasoning(history)
+    required = input_rules._required_reasoning(history)
     current = list(items)
     for round_count in range(len(items) + 1):
-        facts = pure_input._Facts(current)
-        problems = pure_input._fixable(facts, pure_input._problems(facts, required))
+        facts = input_rules._Facts(current)
+        problems = input_rules._fixable(facts, input_rules._problems(facts, required))
         if not problems:
             return current, round_count
-        roots, _ = pure_input.unit_roots(current)
+        roots, _ = input_rules.unit_roots(current)
         broken = {roots[position] for position, _, _ in problems}
         current = [
             item
             for position, item in enumerate(current)
-            if facts.kinds[position] == pure_input._USER or roots[position] not in broken
+            if facts.kinds[position] == input_rules._USER or roots[position] not in broken
         ]
     raise AssertionError("every round drops at least one item")
 

@@ -46,8 +46,8 @@ import agents.run_state as sdk_run_state
 import agents.util._json as sdk_json
 
 import histcore.openai_agents as accelerator
-from histcore import items as engine
-from histcore.openai_agents import _replacements as fast
+from histcore import items as public_items
+from histcore.openai_agents import _replacements as replacements
 from histcore.openai_agents import _session_keys as session_keys
 
 SETTINGS = settings(
@@ -306,9 +306,11 @@ def assert_same_copy(expected: tuple[str, Any], actual: tuple[str, Any]) -> None
 
 # --- dedupe ----------------------------------------------------------------------------
 
-REPLACED_KEY = fast.make_dedupe_key(sdk_items._dedupe_key)
-REPLACED_FIRST_WINS = fast.make_deduplicate(sdk_items.deduplicate_input_items, False)
-REPLACED_LATEST = fast.make_deduplicate(sdk_items.deduplicate_input_items_preferring_latest, True)
+REPLACED_KEY = replacements.make_dedupe_key(sdk_items._dedupe_key)
+REPLACED_FIRST_WINS = replacements.make_deduplicate(sdk_items.deduplicate_input_items, False)
+REPLACED_LATEST = replacements.make_deduplicate(
+    sdk_items.deduplicate_input_items_preferring_latest, True
+)
 
 
 @SETTINGS
@@ -350,15 +352,17 @@ def test_latest_value_dedupe_matches_sdk(items: list[Any]) -> None:
 
 def test_dedupe_takes_histcore_path_on_sdk_shaped_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     answered: list[bool] = []
-    screened = fast.engine.screened_deduplicate
+    screened = replacements.engine_items.screened_deduplicate
 
     def spy(items: list[Any], preferring_latest: bool = False, watch: Any = None) -> Any:
         result = screened(items, preferring_latest, watch)
         answered.append(result is not NotImplemented)
         return result
 
-    monkeypatch.setattr(fast.engine, "screened_deduplicate", spy)
-    replaced = fast.make_deduplicate(sdk_items.deduplicate_input_items_preferring_latest, True)
+    monkeypatch.setattr(replacements.engine_items, "screened_deduplicate", spy)
+    replaced = replacements.make_deduplicate(
+        sdk_items.deduplicate_input_items_preferring_latest, True
+    )
     history = [
         {"type": "function_call", "call_id": "c1", "v": 1},
         {"type": "function_call_output", "call_id": "c1"},
@@ -377,7 +381,9 @@ def test_dedupe_takes_histcore_path_on_sdk_shaped_lists(monkeypatch: pytest.Monk
 
 # --- orphan pruning --------------------------------------------------------------------
 
-REPLACED_ORPHANS = fast.make_drop_orphan_function_calls(sdk_items.drop_orphan_function_calls)
+REPLACED_ORPHANS = replacements.make_drop_orphan_function_calls(
+    sdk_items.drop_orphan_function_calls
+)
 
 
 @st.composite
@@ -465,7 +471,7 @@ def test_orphan_pruning_keeps_the_sdk_reasoning_rule_outside_pruning_indexes() -
     ]
     expected = sdk_items.drop_orphan_function_calls(items, pruning_indexes={1, 2})
     assert expected == [items[2]]
-    assert engine.drop_orphan_function_calls(items, {1, 2}) == [items[0], items[2]]
+    assert public_items.drop_orphan_function_calls(items, {1, 2}) == [items[0], items[2]]
     assert_same_objects(("ok", expected), outcome(REPLACED_ORPHANS, items, pruning_indexes={1, 2}))
 
 
@@ -478,7 +484,9 @@ def test_orphan_pruning_reads_models_like_the_sdk() -> None:
 
 # --- fingerprints and session keys: the very same text ------------------------------
 
-REPLACED_FINGERPRINT = fast.make_fingerprint_input_item(sdk_items.fingerprint_input_item, sdk_items)
+REPLACED_FINGERPRINT = replacements.make_fingerprint_input_item(
+    sdk_items.fingerprint_input_item, sdk_items
+)
 REPLACED_SESSION_KEY = session_keys.make_session_item_key(
     sdk_session._session_item_key, sdk_session
 )
@@ -733,7 +741,7 @@ def test_prepare_uses_canonical_keys_for_plain_items_and_text_otherwise(
         with accelerator.installed():
             actual = _prepare_outcome(history, [{"role": "user", "content": "b"}], recipe, None)
         assert_same_tree(expected, actual)
-    if engine.BACKEND == "rust":
+    if public_items.BACKEND == "rust":
         # NaN is plain (json.dumps and canonical_json both write it as a token); an enum is not.
         assert tables == [True, True, False]
     else:
@@ -864,9 +872,9 @@ def _nested(levels: int) -> Any:
     return value
 
 
-REPLACED_TO_DUMP = fast.make_to_dump_compatible(sdk_json._to_dump_compatible)
-REPLACED_CLONE = fast.make_clone_original_input(sdk_run_state._clone_original_input)
-COPY_MODULE = fast.CopyModule()
+REPLACED_TO_DUMP = replacements.make_to_dump_compatible(sdk_json._to_dump_compatible)
+REPLACED_CLONE = replacements.make_clone_original_input(sdk_run_state._clone_original_input)
+COPY_MODULE = replacements.CopyModule()
 
 
 @SETTINGS
@@ -895,8 +903,8 @@ def test_copies_take_the_c_path_on_plain_items(monkeypatch: pytest.MonkeyPatch) 
     assert all(a is not b for a, b in zip(copied, items, strict=True))
     # Nothing else may reach the stdlib's deepcopy or the SDK's converter for them.
     monkeypatch.setattr(copy, "deepcopy", lambda *a, **k: pytest.fail("stdlib deepcopy used"))
-    assert fast.CopyModule(copy).deepcopy(items) == items
-    boom = fast.make_to_dump_compatible(lambda obj: pytest.fail("SDK converter used"))
+    assert replacements.CopyModule(copy).deepcopy(items) == items
+    boom = replacements.make_to_dump_compatible(lambda obj: pytest.fail("SDK converter used"))
     assert boom(items) == items
 
 
@@ -961,7 +969,7 @@ def test_replacements_keep_the_sdk_signatures() -> None:
 
 # --- the json stand-in in the SDK's SQLite session -------------------------------------
 
-JSON_STAND_IN = fast.JsonModule(json)
+JSON_STAND_IN = replacements.JsonModule(json)
 
 
 @st.composite

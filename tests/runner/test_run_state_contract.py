@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import histcore.runner.run
+import histcore.runner.run_input
 import histcore.runner.run_state
 from histcore.exceptions import UserError
 from histcore.runner.agent import Agent
@@ -289,7 +289,7 @@ async def test_a_resume_copies_the_history_once(mode: str, monkeypatch: pytest.M
         return real(items)
 
     monkeypatch.setattr(histcore.runner.run_state, "deep_copy_items", counting)
-    monkeypatch.setattr(histcore.runner.run, "deep_copy_items", counting)
+    monkeypatch.setattr(histcore.runner.run_input, "deep_copy_items", counting)
     # Several turns after the resume: the copy count must not grow with them.
     model.add_multiple_turn_outputs(
         [[function_call("list_files", {})] for _ in range(3)] + [[text_message("done")]]

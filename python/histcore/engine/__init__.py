@@ -1,9 +1,7 @@
 """The engine layer: item-level history passes and the machinery under them.
 
-``items`` is the public API, written once over whichever engine ``backend`` loaded:
-the Rust extension ``histcore._core`` or the pure twin ``pure``. ``vocabulary`` names
-the item types both engines know, ``exact_json`` reads and writes JSON that round-trips
-exactly, ``pairing`` matches tool calls with their outputs, and ``collector`` pauses the
-cyclic garbage collector around bulk copies. Nothing here imports sessions, the runner
-or the tools above it (the import contract in pyproject.toml checks this).
+``histcore.engine.items`` is its API, over whichever backend module was loaded (the
+Rust extension or the pure twin). Nothing here imports sessions, the runner or the
+tools above it (the import contract in pyproject.toml checks this). The modules are
+listed in docs/design.md, "Layout".
 """

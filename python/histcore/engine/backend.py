@@ -1,4 +1,4 @@
-"""Picks the engine: the Rust extension ``histcore._core`` or the pure twin.
+"""Picks the backend module: the Rust extension ``histcore._core`` or the pure twin.
 
 ``HISTCORE_BACKEND``: ``auto`` (default) uses the extension and falls back to the pure
 twin only when the extension is *missing*, never when it is broken; ``rust`` fails
@@ -37,4 +37,5 @@ def _load() -> tuple[ModuleType, Literal["rust", "python"]]:
     return core, "rust"
 
 
-engine, BACKEND = _load()
+#: The loaded backend module: ``histcore._core`` or ``histcore.engine.pure``.
+backend_module, BACKEND = _load()

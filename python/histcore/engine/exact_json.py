@@ -2,9 +2,11 @@
 
 orjson refuses integers beyond 64 bits when writing and reads them as floats (dropping
 digits) when reading, and writes non-finite floats as ``null``. The standard ``json``
-module keeps all of these exact, as the Agents SDK does. ``dumps`` and ``loads`` use
-orjson and hand exactly those cases to ``json``; a text goes to ``json.loads`` when it
-holds 19 or more digits in a row (``long_integer_candidates``, one fast scan).
+module keeps all of these exact, as the Agents SDK does. ``dumps``, ``loads_strict``
+(standard JSON: NaN and Infinity refused) and ``loads_like_stdlib`` (whatever
+``json.loads`` accepts) use orjson and hand exactly those cases to ``json``; a text
+goes to ``json.loads`` when it holds 19 or more digits in a row
+(``long_integer_candidates``, one fast scan).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from histcore.engine.backend import engine
+from histcore.engine.backend import backend_module
 from histcore.engine.wording import with_article
 
 __all__ = [
@@ -24,17 +26,15 @@ __all__ = [
     "dumps",
     "has_non_finite",
     "kind_of",
-    "loads",
-    "loads_as_json",
-    "loads_exact",
-    "loads_with_fallback",
+    "loads_like_stdlib",
+    "loads_strict",
     "surrogate_pair",
 ]
 
 #: What orjson writes for a non-finite float: only a text holding it may have lost one.
 NULL = b"null"
 
-long_integer_candidates = engine.long_integer_candidates
+long_integer_candidates = backend_module.long_integer_candidates
 
 # A high and a low surrogate as two str characters: JSON text holds them only as the
 # escapes of the one character they encode together, and reads them back as that.
@@ -80,39 +80,35 @@ def _refuse_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not allowed", name, 0)
 
 
-def loads_exact(data: str | bytes) -> Any:
-    """``json.loads`` with orjson's refusal of NaN and Infinity tokens."""
+def _stdlib_loads_strict(data: str | bytes | bytearray) -> Any:
+    """``json.loads`` refusing NaN and Infinity tokens, as orjson does."""
     return json.loads(data, parse_constant=_refuse_constant)
 
 
-def loads(data: str | bytes | bytearray) -> Any:
-    """The value of JSON text ``data``, integers of any size exact.
+def loads_strict(data: str | bytes | bytearray) -> Any:
+    """The value of standard JSON text ``data``: integers of any size exact, lone
+    surrogates' ``\\udcxx`` escapes and deep nesting read as ``json`` reads them, bare
+    NaN and Infinity tokens refused. orjson reads it where it reads it exactly; text
+    that may hold an integer beyond 64 bits, and text orjson refuses, go to ``json``.
 
-    Raises ``json.JSONDecodeError`` (a ValueError) for text that is not JSON, including
-    bare NaN and Infinity tokens.
+    Raises TypeError for data that is not str, bytes or bytearray, ValueError
+    (``json.JSONDecodeError``) for text that is not JSON, and RecursionError for text
+    nested too deeply even for ``json``.
     """
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
     if not isinstance(data, (str, bytes)):
         raise TypeError(f"JSON text must be str or bytes, not {type(data).__name__}")
     if long_integer_candidates([data]):
-        return loads_exact(data)
-    return orjson.loads(data)
-
-
-def loads_with_fallback(data: str | bytes) -> Any:
-    """``loads``, and for text it refuses, ``loads_exact``: ``json`` also reads a lone
-    surrogate's ``\\udcxx`` escape (which is how such a string is written) and nesting
-    orjson gives up on. Raises ValueError for text that is not JSON, RecursionError for
-    text nested too deeply even for ``json``."""
+        return _stdlib_loads_strict(data)
     try:
-        return loads(data)
+        return orjson.loads(data)
     except (ValueError, RecursionError):
         pass
-    return loads_exact(data)
+    return _stdlib_loads_strict(data)
 
 
-def loads_as_json(data: str | bytes) -> Any:
+def loads_like_stdlib(data: str | bytes) -> Any:
     """Exactly what ``json.loads(data)`` returns or raises (NaN and Infinity tokens
     included), read by orjson wherever that gives the same: text that may hold an
     integer beyond 64 bits, and text orjson refuses, go to ``json.loads``."""

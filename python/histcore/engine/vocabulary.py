@@ -1,8 +1,12 @@
 """The item vocabulary every history pass shares: tool-call and output types, the
 precursor types that keep their earliest position, program-owned hosted items, the
-SDK's placeholder id and its session-only metadata keys."""
+SDK's placeholder id and its session-only metadata keys; and the one check that a list holds
+only exact dicts."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "CALL_AND_OUTPUT_TYPES",
@@ -13,6 +17,7 @@ __all__ = [
     "OUTPUT_TYPES",
     "PRECURSOR_TYPES",
     "PROGRAM_OWNED_HOSTED_TYPES",
+    "all_exact_dicts",
 ]
 
 CALL_TO_OUTPUT_TYPE: dict[str, str] = {
@@ -46,3 +51,9 @@ PROGRAM_OWNED_HOSTED_TYPES = frozenset(
 )
 FAKE_ID = "__fake_id__"
 METADATA_KEYS = ("_agents_tool_description", "_agents_tool_title")
+
+
+def all_exact_dicts(items: Iterable[Any]) -> bool:
+    """True when every item is an exact ``dict`` (no subclass), as for no items at all:
+    one C-level pass over the types, for the plain-dict fast paths."""
+    return set(map(type, items)) <= {dict}

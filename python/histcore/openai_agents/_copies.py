@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from histcore.engine import items as engine
+from histcore.engine import items as engine_items
 from histcore.engine.collector import paused_for
+from histcore.engine.vocabulary import all_exact_dicts
 
 __all__ = ["deep_copy", "dump_compatible_copy"]
 
@@ -27,12 +28,12 @@ def _plain_copy(
     value: list[Any], allow_shared: bool, without: tuple[str, ...] = ()
 ) -> list[Any] | None:
     copied: list[Any] | None
-    if engine.BACKEND != "rust":
+    if engine_items.BACKEND != "rust":
         # The pure twin runs Python code while it copies: it copies with the collector on.
-        copied = engine.plain_json_copy(value, allow_shared=allow_shared, without=without)
+        copied = engine_items.plain_json_copy(value, allow_shared=allow_shared, without=without)
         return copied
     with paused_for(value):
-        copied = engine.plain_json_copy(value, allow_shared=allow_shared, without=without)
+        copied = engine_items.plain_json_copy(value, allow_shared=allow_shared, without=without)
     return copied
 
 
@@ -53,6 +54,6 @@ def deep_copy(value: list[Any], without: frozenset[str] = frozenset()) -> list[A
     The items themselves must be dicts: the SDK tells history copies from new-item
     copies by the identity of the items, and deepcopy would return a str item itself.
     """
-    if not value or set(map(type, value)) != {dict}:
+    if not value or not all_exact_dicts(value):
         return None
     return _plain_copy(value, allow_shared=False, without=tuple(without))

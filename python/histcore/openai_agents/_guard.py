@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from types import CodeType, ModuleType
 from typing import Any
 
-from histcore.engine.backend import engine
+from histcore.engine.backend import backend_module
 from histcore.engine.pure.input_rules import PROBLEM_KINDS
 from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE
 
@@ -142,7 +142,7 @@ def make_guarded_dedupe(
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """``dedupe`` (the run loop's current binding), then the guard for model inputs."""
     callers = frozenset(getattr(module, name).__code__ for name in CALLERS)
-    problems_of = engine.input_problems
+    problems_of = backend_module.input_problems
 
     def deduplicate_input_items_preferring_latest(items: Sequence[Any]) -> list[Any]:
         result = dedupe(items)
@@ -218,9 +218,9 @@ def _repair(
         if kind in _PAIRING_KINDS and _pending_hosted_shell(item):
             back.append({"type": "shell_call_output", "call_id": item["call_id"]})
     if not front and not back:
-        return list(engine.repair_input(items, history=history))
+        return list(backend_module.repair_input(items, history=history))
     stand_ins = set(map(id, front)) | set(map(id, back))
-    repaired = engine.repair_input([*front, *items, *back], history=history)
+    repaired = backend_module.repair_input([*front, *items, *back], history=history)
     return [item for item in repaired if id(item) not in stand_ins]
 
 

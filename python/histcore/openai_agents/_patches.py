@@ -35,12 +35,12 @@ from histcore.engine.vocabulary import (
 )
 from histcore.openai_agents import _guard as guard
 from histcore.openai_agents import _prepare as prepare
-from histcore.openai_agents import _replacements as fast
+from histcore.openai_agents import _replacements as replacements
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents import _session_read as session_read
 from histcore.openai_agents import _turn_input as turn_input
 from histcore.openai_agents._versions import KNOWN_SOURCE_DIGESTS, source_digest
-from histcore.openai_agents._watch import Watch
+from histcore.openai_agents._watch import Watch, names_used
 
 __all__ = [
     "GROUPS",
@@ -62,6 +62,16 @@ SESSION = "agents.run_internal.session_persistence"
 
 # (original, its module, the group's replacements built so far, its watch) -> replacement
 Build = Callable[[Any, ModuleType, Mapping[str, Any], Watch], Any]
+
+
+def _of_original(make: Callable[[Any, Watch], Any]) -> Build:
+    """The ``Build`` of a replacement made from the original and the watch alone."""
+    return lambda original, _module, _built, watch: make(original, watch)
+
+
+def _of_original_and_module(make: Callable[[Any, ModuleType, Watch], Any]) -> Build:
+    """The ``Build`` of a replacement that also reads the original's module."""
+    return lambda original, module, _built, watch: make(original, module, watch)
 
 
 @dataclass(frozen=True)
@@ -127,15 +137,19 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "_dedupe_key",
-                lambda original, _, __, watch: fast.make_dedupe_key(original, watch),
+                _of_original(replacements.make_dedupe_key),
             ),
             Target(
                 "deduplicate_input_items",
-                lambda original, _, __, watch: fast.make_deduplicate(original, False, watch),
+                _of_original(
+                    lambda original, watch: replacements.make_deduplicate(original, False, watch)
+                ),
             ),
             Target(
                 "deduplicate_input_items_preferring_latest",
-                lambda original, _, __, watch: fast.make_deduplicate(original, True, watch),
+                _of_original(
+                    lambda original, watch: replacements.make_deduplicate(original, True, watch)
+                ),
             ),
         ),
     ),
@@ -159,9 +173,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "drop_orphan_function_calls",
-                lambda original, _, __, watch: fast.make_drop_orphan_function_calls(
-                    original, watch
-                ),
+                _of_original(replacements.make_drop_orphan_function_calls),
             ),
         ),
     ),
@@ -172,9 +184,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "fingerprint_input_item",
-                lambda original, module, _, watch: fast.make_fingerprint_input_item(
-                    original, module, watch
-                ),
+                _of_original_and_module(replacements.make_fingerprint_input_item),
             ),
         ),
     ),
@@ -190,13 +200,11 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "normalize_input_items_for_api",
-                lambda original, module, _, watch: fast.make_normalize_input_items_for_api(
-                    original, module, watch
-                ),
+                _of_original_and_module(replacements.make_normalize_input_items_for_api),
             ),
             Target(
                 "ensure_input_item_format",
-                lambda original, _, __, watch: fast.make_ensure_input_item_format(original, watch),
+                _of_original(replacements.make_ensure_input_item_format),
             ),
         ),
     ),
@@ -207,7 +215,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "_to_dump_compatible",
-                lambda original, _, __, watch: fast.make_to_dump_compatible(original, watch),
+                _of_original(replacements.make_to_dump_compatible),
             ),
         ),
     ),
@@ -218,7 +226,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "_clone_original_input",
-                lambda original, _, __, watch: fast.make_clone_original_input(original, watch),
+                _of_original(replacements.make_clone_original_input),
             ),
         ),
     ),
@@ -250,9 +258,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "_session_item_key",
-                lambda original, module, _, watch: session_keys.make_session_item_key(
-                    original, module, watch
-                ),
+                _of_original_and_module(session_keys.make_session_item_key),
                 bound=False,
             ),
             Target(
@@ -289,9 +295,9 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "json",
-                lambda original, _, __, watch: fast.JsonModule(original, watch),
+                _of_original(replacements.JsonModule),
                 everywhere=False,
-                watch=fast.JsonModule.watch_for,
+                watch=replacements.JsonModule.watch_for,
             ),
         ),
     ),
@@ -302,9 +308,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "get_items",
-                lambda original, module, _, watch: session_read.make_get_items(
-                    original, module, watch
-                ),
+                _of_original_and_module(session_read.make_get_items),
                 everywhere=False,
                 owner="SQLiteSession",
             ),
@@ -317,9 +321,7 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "_prepare_turn_input_items",
-                lambda original, module, _, watch: turn_input.make_prepare_turn_input_items(
-                    original, module, watch
-                ),
+                _of_original_and_module(turn_input.make_prepare_turn_input_items),
                 watch=turn_input.watch_for,
             ),
         ),
@@ -331,9 +333,9 @@ GROUPS: tuple[Group, ...] = (
         targets=(
             Target(
                 "copy",
-                lambda original, _, __, watch: fast.CopyModule(original, watch),
+                _of_original(replacements.CopyModule),
                 everywhere=False,
-                watch=fast.CopyModule.watch_for,
+                watch=replacements.CopyModule.watch_for,
             ),
         ),
     ),
@@ -388,14 +390,6 @@ def sdk_modules() -> Iterator[ModuleType]:
             yield module
 
 
-def _names_used(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names_used(const)
-    return names
-
-
 def _users_of(module: ModuleType, names: set[str]) -> set[str]:
     """Functions (and methods) defined in ``module`` whose code mentions ``names``."""
     users: set[str] = set()
@@ -409,7 +403,7 @@ def _users_of(module: ModuleType, names: set[str]) -> set[str]:
             if (
                 isinstance(code, types.CodeType)
                 and getattr(function, "__module__", None) == module.__name__
-                and _names_used(code) & names
+                and names_used(code) & names
             ):
                 users.add(label)
     return users

@@ -26,12 +26,12 @@ from operator import not_
 from types import FunctionType, ModuleType
 from typing import Any, cast
 
+from histcore.engine.vocabulary import all_exact_dicts
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents._copies import deep_copy
 from histcore.openai_agents._replacements import (
-    all_dicts,
     intact,
-    like,
+    named_after,
     plain_copies,
     stripped_keys,
 )
@@ -78,7 +78,7 @@ def _for_pruning(module: ModuleType, combined: list[Any]) -> list[Any]:
     pruning, which keeps items as they are, and then copied again by normalising, which
     copies every dict: the items themselves give the same result, one copy fewer.
     """
-    if type(combined) is list and all_dicts(combined):
+    if type(combined) is list and all_exact_dicts(combined):
         return list(combined)
     return _ensured(module, combined)
 
@@ -91,7 +91,7 @@ def _converted(module: ModuleType, items: list[Any], stripped: frozenset[str] | 
         if copies is not None:
             return copies
     strip = module.strip_internal_input_item_metadata
-    if all_dicts(items):
+    if all_exact_dicts(items):
         return list(map(strip, items))
     ensure = module.ensure_input_item_format
     return [strip(ensure(item)) for item in items]
@@ -359,7 +359,7 @@ def make_prepare_input_with_session(
     extra_stripped = canonical_key_setup(stripped)
     unchanged = intact(watch)
 
-    @like(original)
+    @named_after(original)
     async def prepare_input_with_session(*args: Any, **kwargs: Any) -> Any:
         if not unchanged():
             return await original(*args, **kwargs)

@@ -34,9 +34,10 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, cast
 
-from histcore.engine import items as engine
+from histcore.engine import items as engine_items
 from histcore.engine.collector import paused_for
-from histcore.engine.exact_json import loads_as_json
+from histcore.engine.exact_json import loads_like_stdlib
+from histcore.engine.vocabulary import all_exact_dicts
 from histcore.openai_agents._copies import deep_copy, dump_compatible_copy
 from histcore.openai_agents._sorted_json import ENGINE_TEXT, sorted_json
 from histcore.openai_agents._watch import Watch
@@ -44,9 +45,7 @@ from histcore.openai_agents._watch import Watch
 __all__ = [
     "CopyModule",
     "JsonModule",
-    "all_dicts",
     "dressed_as",
-    "like",
     "make_clone_original_input",
     "make_dedupe_key",
     "make_deduplicate",
@@ -55,20 +54,21 @@ __all__ = [
     "make_fingerprint_input_item",
     "make_normalize_input_items_for_api",
     "make_to_dump_compatible",
+    "named_after",
     "plain_copies",
     "stripped_keys",
 ]
 
 # The SDK's name and docstring (and ``__wrapped__``), but our own ``__module__``, so a
 # replacement is never mistaken for the SDK's function.
-like = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
+named_after = functools.partial(functools.wraps, assigned=("__name__", "__qualname__", "__doc__"))
 
 
 def dressed_as(original: Callable[..., Any], call: Any, signature_of: Callable[..., Any]) -> Any:
     """``call``, an engine callable object, with ``original``'s name and docstring and
     ``signature_of``'s signature: inspect cannot read a callable object's, and what it
     accepts is that function's (anything else goes on to a fallback that has it)."""
-    dressed: Any = like(original)(call)
+    dressed: Any = named_after(original)(call)
     dressed.__signature__ = inspect.signature(signature_of)
     return dressed
 
@@ -83,10 +83,6 @@ def intact(watch: Watch | None) -> Callable[[], bool]:
     return _always if watch is None else watch.check.intact
 
 
-def all_dicts(items: list[Any]) -> bool:
-    return not items or set(map(type, items)) == {dict}
-
-
 # --- dedupe ------------------------------------------------------------------------
 # The engine screens the input itself (``screened_*``: NotImplemented for what it cannot
 # answer exactly as the SDK does), so no Python pass runs over the items first.
@@ -98,7 +94,7 @@ def make_dedupe_key(
     """The engine's ``ScreenedKey``: one call into the engine per item, which checks the
     watch and screens the item itself, and calls ``original`` where it cannot answer."""
     check = None if watch is None else watch.check
-    key = dressed_as(original, engine.ScreenedKey(original, check), original)
+    key = dressed_as(original, engine_items.ScreenedKey(original, check), original)
     return cast("Callable[[Any], str | None]", key)
 
 
@@ -108,10 +104,10 @@ def make_deduplicate(
     watch: Watch | None = None,
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """A dedupe (first-wins, or latest-value) running the engine's on lists it screens."""
-    screened = engine.screened_deduplicate
+    screened = engine_items.screened_deduplicate
     check = None if watch is None else watch.check
 
-    @like(original)
+    @named_after(original)
     def deduplicate(items: Sequence[Any]) -> list[Any]:
         result = screened(items, preferring_latest, check)
         if result is not NotImplemented:
@@ -127,10 +123,10 @@ def make_deduplicate(
 def make_drop_orphan_function_calls(
     original: Callable[..., list[Any]], watch: Watch | None = None
 ) -> Callable[..., list[Any]]:
-    screened = engine.screened_drop_orphan_function_calls
+    screened = engine_items.screened_drop_orphan_function_calls
     check = None if watch is None else watch.check
 
-    @like(original)
+    @named_after(original)
     def drop_orphan_function_calls(
         items: list[Any],
         *,
@@ -165,7 +161,7 @@ def make_fingerprint_input_item(
     skip = names or ()
     skip_ids = tuple(sorted({*skip, "id"}))
 
-    @like(original)
+    @named_after(original)
     def fingerprint_input_item(item: Any, *, ignore_ids_for_matching: bool = False) -> str | None:
         if type(item) is dict and unchanged():
             if write is not None:
@@ -182,10 +178,10 @@ def make_fingerprint_input_item(
                     pass  # the original turns the failure into None
         return original(item, ignore_ids_for_matching=ignore_ids_for_matching)
 
-    if write is None or engine.BACKEND != "rust":
+    if write is None or engine_items.BACKEND != "rust":
         return fingerprint_input_item
     check = None if watch is None else watch.check
-    in_engine = engine.DictText(fingerprint_input_item, skip, skip_ids, check)
+    in_engine = engine_items.DictText(fingerprint_input_item, skip, skip_ids, check)
     return cast(
         "Callable[..., str | None]", dressed_as(original, in_engine, fingerprint_input_item)
     )
@@ -222,7 +218,7 @@ def plain_copies(items: Any, without: frozenset[str] = frozenset()) -> list[Any]
     of which holds a key in ``without``; else None. One engine pass, collector paused
     unless the list is short (the copies are new containers, not cycles)."""
     with paused_for(items):
-        copies = engine.shallow_dict_copies(items, tuple(without))
+        copies = engine_items.shallow_dict_copies(items, tuple(without))
     return None if copies is NotImplemented else cast("list[Any]", copies)
 
 
@@ -234,7 +230,7 @@ def make_normalize_input_items_for_api(
     keys = stripped_keys(module.strip_internal_input_item_metadata)
     unchanged = intact(watch)
 
-    @like(original)
+    @named_after(original)
     def normalize_input_items_for_api(items: list[Any]) -> list[Any]:
         if not unchanged():
             return original(items)
@@ -242,7 +238,7 @@ def make_normalize_input_items_for_api(
             copies = plain_copies(items, keys)
             if copies is not None:
                 return copies
-        if type(items) is not list or not all_dicts(items):
+        if type(items) is not list or not all_exact_dicts(items):
             return original(items)
         # strip copies: what it returns for the item equals what it returns for a copy.
         return list(map(module.strip_internal_input_item_metadata, items))
@@ -255,7 +251,7 @@ def make_ensure_input_item_format(
 ) -> Callable[[Any], Any]:
     unchanged = intact(watch)
 
-    @like(original)
+    @named_after(original)
     def ensure_input_item_format(item: Any) -> Any:
         if type(item) is dict and unchanged():
             return dict(item)  # what the original's coercion makes of a dict
@@ -275,7 +271,7 @@ def _copying_lists(
     """``original``, except that a list ``fast_copy`` can copy is copied by it."""
     unchanged = intact(watch)
 
-    @like(original)
+    @named_after(original)
     def replacement(value: Any) -> Any:
         if type(value) is list and unchanged():
             copied = fast_copy(value)
@@ -408,4 +404,4 @@ class JsonModule(_ModuleStandIn):
         kind = type(s)
         if args or kwargs or (kind is not str and kind is not bytes) or not self._unchanged():
             return self._real.loads(s, *args, **kwargs)
-        return loads_as_json(s)
+        return loads_like_stdlib(s)

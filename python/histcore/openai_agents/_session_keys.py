@@ -36,8 +36,9 @@ from itertools import repeat
 from types import ModuleType
 from typing import Any
 
-from histcore.engine import items as engine
-from histcore.openai_agents._replacements import intact, like, skipped_names
+from histcore.engine import items as engine_items
+from histcore.engine.vocabulary import METADATA_KEYS, all_exact_dicts
+from histcore.openai_agents._replacements import intact, named_after, skipped_names
 from histcore.openai_agents._sorted_json import ENGINE_TEXT, sorted_json
 from histcore.openai_agents._watch import Watch
 
@@ -80,7 +81,7 @@ _CONTAINERS: frozenset[type] = frozenset({dict, list, tuple})
 _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 _KEYABLE: frozenset[type] = _SCALARS | _CONTAINERS
 #: What canonical_json drops from an item (docs/design.md), and keys the SDK may strip.
-_CANONICAL_DROPS = frozenset({"_agents_tool_description", "_agents_tool_title"})
+_CANONICAL_DROPS = frozenset(METADATA_KEYS)
 
 
 def canonical_key_setup(stripped: frozenset[str] | None) -> frozenset[str] | None:
@@ -90,7 +91,7 @@ def canonical_key_setup(stripped: frozenset[str] | None) -> frozenset[str] | Non
     probed on its recognised source). Canonical keys need the Rust engine: the pure twin
     encodes slower than the SDK's C encoder.
     """
-    if engine.BACKEND != "rust" or stripped is None or not _CANONICAL_DROPS <= stripped:
+    if engine_items.BACKEND != "rust" or stripped is None or not _CANONICAL_DROPS <= stripped:
         return None
     return stripped - _CANONICAL_DROPS
 
@@ -168,17 +169,17 @@ def canonical_key_table(call: Call) -> dict[int, Key] | None:
         return None
     everything = [*history, *new_items, *combined]
     unique = list(dict(zip(map(id, everything), everything, strict=True)).values())
-    if unique and set(map(type, unique)) != {dict}:
+    if unique and not all_exact_dicts(unique):
         return None
     if not plain_tree(unique, _KEYABLE):
         return None
-    keys = list(map(engine.canonical_json, unique))
+    keys = list(map(engine_items.canonical_json, unique))
     extra = call.extra_stripped
     if extra and any(any(map(dict.__contains__, unique, repeat(key))) for key in extra):
         strip = call.module.strip_internal_input_item_metadata
         for index, item in enumerate(unique):
             if not extra.isdisjoint(item):
-                keys[index] = engine.canonical_json(strip(item))
+                keys[index] = engine_items.canonical_json(strip(item))
     call.pinned += unique
     return dict(zip(map(id, unique), keys, strict=True))
 
@@ -207,7 +208,7 @@ def make_session_item_key(
     write = ENGINE_TEXT if names is not None else None
     skip = names or ()
 
-    @like(original)
+    @named_after(original)
     def _session_item_key(item: Any, *, ignore_openai_conversation_item_ids: bool = False) -> Key:
         if type(item) is not dict or ignore_openai_conversation_item_ids or not unchanged():
             return original(
@@ -256,7 +257,7 @@ def _canonical_key(item: Any, call: Call) -> bytes | None:
     extra = call.extra_stripped
     if extra and not extra.isdisjoint(item):
         item = call.module.strip_internal_input_item_metadata(item)
-    key: bytes = engine.canonical_json(item)
+    key: bytes = engine_items.canonical_json(item)
     return key
 
 
@@ -306,7 +307,7 @@ def make_consume_reference(original: Callable[..., bool]) -> Callable[..., bool]
     """``_consume_reference`` reading either map: ours, or the SDK's own, which the
     original builder makes once the group saw a rebinding."""
 
-    @like(original)
+    @named_after(original)
     def _consume_reference(ref_map: Any, key: Any, candidate: Any) -> bool:
         if type(ref_map) is ReferenceMap:
             return consume_reference(ref_map, key, candidate)
@@ -346,7 +347,7 @@ def make_build_frequency_map(
             and not ignore_openai_conversation_item_ids
             and CALL.get() is None
         ):
-            texts = engine.dict_sorted_json_texts(items, skip)
+            texts = engine_items.dict_sorted_json_texts(items, skip)
             if None not in texts:
                 # Counter counts in C, keys in first-seen order, as the loop below.
                 return dict(Counter(texts))

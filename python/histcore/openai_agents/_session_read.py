@@ -83,9 +83,9 @@ from typing import Any, cast
 
 import orjson
 
-from histcore.engine import items as engine
+from histcore.engine import items as engine_items
 from histcore.engine.collector import paused_for
-from histcore.openai_agents._replacements import JsonModule, intact, like
+from histcore.openai_agents._replacements import JsonModule, intact, named_after
 from histcore.openai_agents._watch import Watch
 from histcore.sessions._sqlite_schema import ids_never_reused, rewrite_generation
 
@@ -112,7 +112,7 @@ def decode_rows(rows: list[Any], json_module: Any) -> list[Any]:
     """What the SDK's row loop returns for ``rows`` with ``json_module`` as ``json``."""
     skipped = (json_module.JSONDecodeError, TypeError)
     with paused_for(rows):
-        decoded = engine.decode_rows(rows, orjson.loads, json_module.loads, skipped)
+        decoded = engine_items.decode_rows(rows, orjson.loads, json_module.loads, skipped)
     if decoded is NotImplemented:
         return _decode_each(rows, json_module)
     return cast("list[Any]", decoded)
@@ -133,11 +133,11 @@ def _read_all(session: Any, conn: sqlite3.Connection, json_module: Any) -> list[
 
 def _copy(items: list[Any]) -> list[Any] | None:
     """A fresh copy of decoded items (plain JSON trees, nothing shared), or None."""
-    if engine.BACKEND != "rust":
+    if engine_items.BACKEND != "rust":
         # The pure twin runs Python code while it copies: it copies with the collector on.
-        return cast("list[Any] | None", engine.plain_json_copy(items, allow_shared=True))
+        return cast("list[Any] | None", engine_items.plain_json_copy(items, allow_shared=True))
     with paused_for(items):
-        return cast("list[Any] | None", engine.plain_json_copy(items, allow_shared=True))
+        return cast("list[Any] | None", engine_items.plain_json_copy(items, allow_shared=True))
 
 
 def _usable(conn: Any) -> bool:
@@ -316,7 +316,7 @@ def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None =
         kind = type(session)
         return (kind._get_connection, kind._locked_connection) == plumbing
 
-    @like(original)
+    @named_after(original)
     async def get_items(self: Any, limit: int | None = None) -> list[Any]:
         json_module = module.json
         if (

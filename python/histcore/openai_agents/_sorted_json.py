@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from histcore.engine import items as engine
+from histcore.engine import items as engine_items
 
 __all__ = ["ENGINE_TEXT", "FAST_ENCODER", "sorted_json"]
 
@@ -97,7 +97,9 @@ FAST_ENCODER: bool = _select() is not _python_encode
 EngineText = Callable[[Any, "tuple[str, ...] | None"], "str | None"]
 
 #: ``sorted_json_text(value, skip)`` of the Rust engine, or None on the pure twin.
-ENGINE_TEXT: EngineText | None = engine.sorted_json_text if engine.BACKEND == "rust" else None
+ENGINE_TEXT: EngineText | None = (
+    engine_items.sorted_json_text if engine_items.BACKEND == "rust" else None
+)
 
 
 def sorted_json(value: Any) -> tuple[str, bool]:

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from histcore.openai_agents._copies import dump_compatible_copy
-from histcore.openai_agents._replacements import intact, like, stripped_keys
+from histcore.openai_agents._replacements import intact, named_after, stripped_keys
 from histcore.openai_agents._versions import function_digest
 from histcore.openai_agents._watch import Watch
 
@@ -76,7 +76,7 @@ def make_prepare_turn_input_items(
     )
     unchanged = intact(watch)
 
-    @like(original)
+    @named_after(original)
     def _prepare_turn_input_items(
         caller_input: Any, generated_items: Any, reasoning_item_id_policy: Any
     ) -> list[Any]:

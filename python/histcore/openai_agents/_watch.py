@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Any
 
-from histcore.engine import items as engine
+from histcore.engine import items as engine_items
 
-__all__ = ["Watch", "looked_up"]
+__all__ = ["Watch", "looked_up", "names_used"]
 
 # Names whose objects are typing constructs (``cast``, ``Any``): rebinding them does
 # not change what a helper computes.
@@ -35,11 +35,12 @@ _IGNORED_MODULES = frozenset({"typing", "typing_extensions", "builtins"})
 Namespace = dict[str, Any]
 
 
-def _names_used(code: types.CodeType) -> set[str]:
+def names_used(code: types.CodeType) -> set[str]:
+    """The global and attribute names ``code`` mentions, its nested functions' included."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _names_used(const)
+            names |= names_used(const)
     return names
 
 
@@ -77,7 +78,7 @@ def looked_up(
             continue
         seen.add(function.__code__)
         namespace = function.__globals__
-        names = _names_used(function.__code__)
+        names = names_used(function.__code__)
         for name in sorted(names & namespace.keys()):
             value = namespace[name]
             if getattr(value, "__module__", None) in _IGNORED_MODULES:
@@ -111,7 +112,7 @@ class Watch:
             grouped.setdefault(id(namespace), (namespace, []))[1].append(name)
         self._lookups = tuple((namespace, tuple(names)) for namespace, names in grouped.values())
         #: The engine's check; ``check.intact`` is what a replacement calls.
-        self.check = engine.NameWatch(self._lookups, tuple(contents))
+        self.check = engine_items.NameWatch(self._lookups, tuple(contents))
 
     @classmethod
     def over(

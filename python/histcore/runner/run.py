@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from histcore._cancellation import gather_all, to_the_end
-from histcore.engine.collector import collector_paused
+from histcore._cancellation import finish_despite_cancellation, gather_all
 from histcore.engine.items import (
-    MAX_DEPTH,
     deduplicate_input_items_preferring_latest,
-    deep_copy_items,
     repair_input,
 )
 from histcore.engine.pairing import pair_key, tool_role
@@ -42,7 +39,7 @@ from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 from histcore.engine.wording import a_type_name, with_article
 from histcore.exceptions import MaxTurnsExceeded, ModelBehaviorError, UserError
 from histcore.runner.agent import Agent
-from histcore.runner.models.interface import Model, ModelResponse
+from histcore.runner.models.interface import ModelResponse
 from histcore.runner.result import RunRecord, RunResult, RunResultStreaming
 from histcore.runner.run_config import (
     CallModelData,
@@ -52,6 +49,15 @@ from histcore.runner.run_config import (
     RunErrorHandler,
     RunErrorHandlerInput,
     RunErrorHandlerResult,
+)
+from histcore.runner.run_input import (
+    all_plain_dicts,
+    check_error_handlers,
+    first_too_deep,
+    looks_like_session,
+    own_items,
+    resolve_model,
+    too_deep_error,
 )
 from histcore.runner.run_state import ApprovalDecision, RunState
 from histcore.runner.stream_events import (
@@ -67,7 +73,6 @@ __all__ = ["DEFAULT_MAX_TURNS", "Runner"]
 
 #: ``max_turns`` of a fresh run when none is given (a resumed run keeps its state's).
 DEFAULT_MAX_TURNS = 10
-_ERROR_HANDLER_KINDS = frozenset({"max_turns"})
 
 
 def rejection_text(tool_name: str) -> str:
@@ -170,7 +175,7 @@ class _RunLoop:
             run_config = RunConfig()
         elif not isinstance(run_config, RunConfig):
             raise UserError(f"run_config must be a RunConfig, not {type(run_config).__name__}")
-        if session is not None and not _looks_like_session(session):
+        if session is not None and not looks_like_session(session):
             raise UserError(
                 f"session must be a Session (get_items, add_items, ...), "
                 f"not {type(session).__name__}"
@@ -182,8 +187,8 @@ class _RunLoop:
         self.agent = agent
         self.config = run_config
         self.session = session
-        self.handlers = _check_error_handlers(error_handlers)
-        self.model = _resolve_model(agent, run_config)
+        self.handlers = check_error_handlers(error_handlers)
+        self.model = resolve_model(agent, run_config)
         self.model_tools = [tool.to_model_tool() for tool in agent.tools]
         self.sink: Callable[[StreamEvent], None] | None = None
         self.streaming = False
@@ -225,7 +230,7 @@ class _RunLoop:
                 fresh = input
             elif isinstance(input, list):
                 # With a session, prepare_input_with_session makes the copies.
-                fresh = list(input) if session is not None else _own_items(input, "input")
+                fresh = list(input) if session is not None else own_items(input, "input")
             else:
                 raise UserError(
                     f"input must be a str, a list of items or a RunState, "
@@ -283,13 +288,13 @@ class _RunLoop:
                 self.config.session_settings,
             )
         except ValueError:  # the engine's copy of the new input, if an item is too deep
-            position = None if isinstance(fresh, str) else _first_too_deep(fresh)
+            position = None if isinstance(fresh, str) else first_too_deep(fresh)
             if position is None:
                 raise
-            raise _too_deep_error("input", position) from None
+            raise too_deep_error("input", position) from None
         # prepare_input_with_session returns fresh objects shared with nothing (not
         # the store, not the caller's input): the run adopts them uncopied.
-        if not _all_plain_dicts(model_input):
+        if not all_plain_dicts(model_input):
             for index, item in enumerate(model_input):
                 if not isinstance(item, dict):
                     raise UserError(
@@ -502,98 +507,12 @@ class _RunLoop:
         turn_input, self.unsaved_input = self.unsaved_input, []
         # Shielded: once a write has started it completes, so a cancelled run leaves
         # whole turns in the session, never a call without its output.
-        await to_the_end(
+        await finish_despite_cancellation(
             asyncio.ensure_future(save_turn_to_session(self.session, turn_input, items))
         )
 
 
 # --- helpers ---------------------------------------------------------------------------
-
-
-def _check_error_handlers(
-    handlers: Mapping[str, RunErrorHandler] | None,
-) -> Mapping[str, RunErrorHandler]:
-    if handlers is None:
-        return {}
-    if not isinstance(handlers, Mapping):
-        raise UserError(f"error_handlers must be a mapping, not {type(handlers).__name__}")
-    for kind, handler in handlers.items():
-        if kind not in _ERROR_HANDLER_KINDS:
-            raise UserError(
-                f"error_handlers: unknown kind {kind!r} (known: {sorted(_ERROR_HANDLER_KINDS)})"
-            )
-        if not callable(handler):
-            raise UserError(f"error_handlers[{kind!r}] must be callable")
-    return handlers
-
-
-def _resolve_model(agent: Agent, config: RunConfig) -> Model:
-    model = config.model if config.model is not None else agent.model
-    if model is None:
-        raise UserError(
-            f"agent {agent.name!r} has no model: pass Agent(model=...) or RunConfig(model=...)"
-        )
-    if isinstance(model, str):
-        from histcore.runner.models.openai_responses import OpenAIResponsesModel
-
-        return OpenAIResponsesModel(model)
-    return model  # Agent and RunConfig checked it is a Model
-
-
-def _looks_like_session(value: object) -> bool:
-    # Duck-typed: a runtime Protocol isinstance check costs more than a small turn.
-    return all(
-        callable(getattr(value, name, None))
-        for name in ("get_items", "add_items", "pop_item", "clear_session")
-    )
-
-
-def _all_plain_dicts(items: Sequence[Any]) -> bool:
-    # C-level pass: the per-item Python loop would be runner overhead on big inputs.
-    return set(map(type, items)) <= {dict}
-
-
-def _own_items(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
-    """The run's own copy of input items (dicts, or models read via ``model_dump``)."""
-    dumped: Sequence[Any] = items
-    if not _all_plain_dicts(items):
-        dumped = []
-        for index, item in enumerate(items):
-            if isinstance(item, dict):
-                dumped.append(item)
-            elif hasattr(item, "model_dump"):
-                dumped.append(item.model_dump(exclude_unset=True))
-            else:
-                raise UserError(f"{where}[{index}] is {a_type_name(item)}, not an item dict")
-    try:
-        with collector_paused():  # a bulk copy of acyclic JSON trees
-            copies: list[dict[str, Any]] = deep_copy_items(dumped)
-    except ValueError:  # an item nested too deep (or holding itself)
-        position = _first_too_deep(dumped)
-        if position is None:
-            raise
-        raise _too_deep_error(where, position) from None
-    return copies
-
-
-def _first_too_deep(items: Sequence[Any]) -> int | None:
-    """The position of the first item the engine refuses to copy (nested deeper than
-    ``MAX_DEPTH``, or holding itself), or None. Models are read via ``model_dump``.
-    Only called once a copy of ``items`` failed."""
-    for position, item in enumerate(items):
-        dump = None if isinstance(item, dict) else getattr(item, "model_dump", None)
-        try:
-            deep_copy_items([dump(exclude_unset=True) if callable(dump) else item])
-        except ValueError:
-            return position
-    return None
-
-
-def _too_deep_error(where: str, position: int) -> UserError:
-    return UserError(
-        f"{where}[{position}] is nested deeper than {MAX_DEPTH} levels, or holds itself: "
-        f"an item nests at most {MAX_DEPTH} containers (dicts and lists, itself counted)"
-    )
 
 
 def _call_output(call_id: str, text: str) -> dict[str, Any]:

@@ -162,7 +162,7 @@ def parse(text: str | bytes | bytearray) -> Any:
     or bytearray is read as its plain text, without calling its methods.
     """
     try:
-        return exact_json.loads_with_fallback(_plain_text(text))
+        return exact_json.loads_strict(_plain_text(text))
     except RecursionError:
         raise RunStateError("RunState text is not valid JSON: nested too deeply") from None
     except ValueError as exc:

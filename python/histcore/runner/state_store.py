@@ -22,24 +22,32 @@ Backends: ``MemoryRunStateStore`` (this process only), ``SQLiteRunStateStore`` (
 file, possibly the SQLite session's) and ``PostgresRunStateStore`` (the PostgreSQL
 session's database and connection pool; needs the ``postgres`` extra). All keep the
 state as its ``to_string()`` text, so a load always builds a new ``RunState`` that
-shares nothing with the one saved.
+shares nothing with the one saved. The texts, their versions and the SQL live in the
+sessions layer (``histcore.sessions.versioned``): a store here serialises a RunState
+over one of its versioned text stores and says what went wrong in the run state's terms.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import sqlite3
-import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable
+from abc import ABC
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from histcore._cancellation import to_the_end
 from histcore.exceptions import HistcoreError, RunStateError
 from histcore.runner.run_state import RunState
-from histcore.sessions.sql_store import check_table_name
+from histcore.sessions.versioned import (
+    MemoryTextStore,
+    TextConflictError,
+    TextStoreClosedError,
+    TextStoreError,
+    VersionedTextStore,
+    check_key,
+    check_version,
+)
+from histcore.sessions.versioned_sqlite import SQLiteTextStore
 
 if TYPE_CHECKING:
     from histcore.runner.agent import Agent
@@ -55,7 +63,11 @@ __all__ = [
     "StoredRunState",
 ]
 
-_T = TypeVar("_T")
+#: The table the RunState stores write, unless given another.
+RUN_STATES_TABLE = "agent_run_states"
+
+#: The text stores' operations as a run state store names them in its messages.
+_OPERATIONS = {"read": "load", "write": "save", "delete": "delete"}
 
 
 class RunStateStoreError(HistcoreError):
@@ -89,24 +101,11 @@ class StoredRunState:
     version: int
 
 
-def _check_key(key: object) -> str:
-    if not isinstance(key, str):
-        raise TypeError(f"key must be a str, not {type(key).__name__}")
-    if not key:
-        raise ValueError("key must be a non-empty str")
-    return key
-
-
-def _check_version(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int >= 0, not {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value}")
-    return value
-
-
 class RunStateStore(ABC):
-    """Versioned ``RunState`` checkpoints by key (see the module docstring)."""
+    """Versioned ``RunState`` checkpoints by key (see the module docstring), kept as
+    text in ``_texts``, the versioned text store a backend sets."""
+
+    _texts: VersionedTextStore
 
     async def save_state(self, key: str, state: RunState, *, expected_version: int = 0) -> int:
         """Store ``state`` under ``key`` if the stored version is ``expected_version``
@@ -116,27 +115,27 @@ class RunStateStore(ABC):
         Raises ``RunStateConflictError`` when another save got there first, and
         ``RunStateError`` when the state cannot be serialised; nothing is written then.
         """
-        key = _check_key(key)
-        expected_version = _check_version(expected_version, "expected_version")
+        key = check_key(key)
+        expected_version = check_version(expected_version, "expected_version")
         if not isinstance(state, RunState):
             raise TypeError(f"state must be a RunState, not {type(state).__name__}")
         text = state.to_string()
-        return await self._write(key, text, expected_version)
+        with self._translated():
+            return await self._texts.write(key, text, expected_version=expected_version)
 
     async def load_stored_state(self, agent: Agent, key: str) -> StoredRunState | None:
         """The checkpoint under ``key``, loaded for ``agent``, with its version; None
         when there is none. A stored state that does not load raises ``RunStateError``
         naming the key, its version and the offending field."""
-        key = _check_key(key)
-        found = await self._read(key)
+        with self._translated():
+            found = await self._texts.read(key)
         if found is None:
             return None
-        version, text = found
         try:
-            state = RunState.from_string(agent, text)
+            state = RunState.from_string(agent, found.text)
         except RunStateError as exc:
-            raise RunStateError(f"run state {key!r} (version {version}): {exc}") from exc
-        return StoredRunState(state, version)
+            raise RunStateError(f"run state {key!r} (version {found.version}): {exc}") from exc
+        return StoredRunState(state, found.version)
 
     async def load_state(self, agent: Agent, key: str) -> RunState | None:
         """The checkpoint under ``key`` loaded for ``agent``, or None (see
@@ -146,32 +145,33 @@ class RunStateStore(ABC):
 
     async def version(self, key: str) -> int:
         """The stored version of ``key``: 0 when it has no checkpoint."""
-        found = await self._read(_check_key(key))
-        return 0 if found is None else found[0]
+        with self._translated():
+            return await self._texts.version(key)
 
     async def delete_state(self, key: str, *, expected_version: int | None = None) -> bool:
         """Remove the checkpoint under ``key``; True if there was one. With
         ``expected_version``, only if that is still the stored version (else
         ``RunStateConflictError``). The key's versions go on from the deleted one."""
-        key = _check_key(key)
-        if expected_version is not None:
-            expected_version = _check_version(expected_version, "expected_version")
-        return await self._delete(key, expected_version)
+        with self._translated():  # the text store checks the arguments
+            return await self._texts.delete(key, expected_version=expected_version)
 
-    @abstractmethod
-    async def _read(self, key: str) -> tuple[int, str] | None:
-        """``(version, text)`` stored under ``key``, or None."""
-
-    @abstractmethod
-    async def _write(self, key: str, text: str, expected_version: int) -> int:
-        """Atomically: if the stored version is ``expected_version``, store ``text``
-        with the next version (after a delete: the one after the deleted version)
-        and return it; else raise RunStateConflictError."""
-
-    @abstractmethod
-    async def _delete(self, key: str, expected_version: int | None) -> bool:
-        """Atomically remove ``key`` (if at ``expected_version``, when given),
-        remembering its version for the next ``_write``."""
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """The text store's errors as this store's: a conflict as RunStateConflictError,
+        any other failure as RunStateStoreError (caused by the database's error)."""
+        try:
+            yield
+        except TextConflictError as exc:
+            raise RunStateConflictError(
+                exc.key, exc.expected_version, exc.current_version
+            ) from None
+        except TextStoreClosedError:
+            raise RunStateStoreError(f"{self!r} is closed") from None
+        except TextStoreError as exc:
+            operation = _OPERATIONS.get(exc.operation, exc.operation)
+            raise RunStateStoreError(
+                f"{self!r}: {operation} failed: {exc.reason}"
+            ) from exc.__cause__
 
 
 # --- in memory ------------------------------------------------------------------------
@@ -181,39 +181,10 @@ class MemoryRunStateStore(RunStateStore):
     """Checkpoints in this process's memory (thread-safe; lost when it ends)."""
 
     def __init__(self) -> None:
-        self._states: dict[str, tuple[int, str]] = {}
-        #: The last version of each deleted key (a new checkpoint starts after it).
-        self._deleted: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    async def _read(self, key: str) -> tuple[int, str] | None:
-        with self._lock:
-            return self._states.get(key)
-
-    async def _write(self, key: str, text: str, expected_version: int) -> int:
-        with self._lock:
-            stored = self._states.get(key)
-            current = 0 if stored is None else stored[0]
-            if current != expected_version:
-                raise RunStateConflictError(key, expected_version, current)
-            version = (current if stored is not None else self._deleted.get(key, 0)) + 1
-            self._states[key] = (version, text)
-            return version
-
-    async def _delete(self, key: str, expected_version: int | None) -> bool:
-        with self._lock:
-            stored = self._states.get(key)
-            current = 0 if stored is None else stored[0]
-            if expected_version is not None and current != expected_version:
-                raise RunStateConflictError(key, expected_version, current)
-            if stored is None:
-                return False
-            del self._states[key]
-            self._deleted[key] = current
-            return True
+        self._texts = self._memory = MemoryTextStore()
 
     def __repr__(self) -> str:
-        return f"MemoryRunStateStore(keys={len(self._states)})"
+        return f"MemoryRunStateStore(keys={len(self._memory)})"
 
 
 # --- SQLite ---------------------------------------------------------------------------
@@ -230,140 +201,24 @@ class SQLiteRunStateStore(RunStateStore):
         self,
         db_path: str | os.PathLike[str] = ":memory:",
         *,
-        table: str = "agent_run_states",
+        table: str = RUN_STATES_TABLE,
         busy_timeout: float = 30.0,
     ) -> None:
-        if not isinstance(db_path, (str, os.PathLike)):
-            raise TypeError(f"db_path must be a str or a path, not {type(db_path).__name__}")
+        try:
+            self._texts = self._sqlite = SQLiteTextStore(
+                db_path, table=table, busy_timeout=busy_timeout
+            )
+        except TextStoreError as exc:
+            path = os.fspath(db_path)
+            raise RunStateStoreError(
+                f"cannot open run state store {path!r}: {exc.reason}"
+            ) from exc.__cause__
         self.db_path = db_path
-        self.table = check_table_name(table, "table")
-        self._versions = f"{self.table}_versions"
-        self._lock = threading.Lock()
-        self._closed = False
-        path = os.fspath(db_path)
-        try:
-            self._conn = sqlite3.connect(
-                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise RunStateStoreError(f"cannot open run state store {path!r}: {exc}") from exc
-        try:
-            if path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(
-                f"""CREATE TABLE IF NOT EXISTS {self.table} (
-                    state_key TEXT PRIMARY KEY,
-                    version INTEGER NOT NULL,
-                    state_json TEXT NOT NULL,
-                    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-                    updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
-                )"""
-            )
-            # The last version of each deleted key; added to older databases as well.
-            self._conn.execute(
-                f"""CREATE TABLE IF NOT EXISTS {self._versions} (
-                    state_key TEXT PRIMARY KEY,
-                    last_version INTEGER NOT NULL
-                )"""
-            )
-        except BaseException as exc:
-            self._conn.close()
-            if isinstance(exc, sqlite3.Error):
-                raise RunStateStoreError(f"cannot open run state store {path!r}: {exc}") from exc
-            raise
-
-    async def _in_worker(self, operation: str, work: Callable[[], _T]) -> _T:
-        def run() -> _T:
-            with self._lock:
-                if self._closed:
-                    raise RunStateStoreError(f"{self!r} is closed")
-                try:
-                    return work()
-                except sqlite3.Error as exc:
-                    raise RunStateStoreError(f"{self!r}: {operation} failed: {exc}") from exc
-
-        return await to_the_end(asyncio.get_running_loop().run_in_executor(None, run))
-
-    def _current(self, key: str) -> tuple[int, str] | None:
-        row = self._conn.execute(
-            f"SELECT version, state_json FROM {self.table} WHERE state_key = ?", (key,)
-        ).fetchone()
-        return None if row is None else (int(row[0]), str(row[1]))
-
-    async def _read(self, key: str) -> tuple[int, str] | None:
-        return await self._in_worker("load", lambda: self._current(key))
-
-    async def _write(self, key: str, text: str, expected_version: int) -> int:
-        def write() -> int:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if expected_version == 0:
-                    version = self._deleted_version(key) + 1
-                    cursor = conn.execute(
-                        f"INSERT OR IGNORE INTO {self.table} (state_key, version, state_json) "
-                        "VALUES (?, ?, ?)",
-                        (key, version, text),
-                    )
-                else:
-                    version = expected_version + 1
-                    cursor = conn.execute(
-                        f"UPDATE {self.table} SET version = version + 1, state_json = ?, "
-                        "updated_at = CURRENT_TIMESTAMP WHERE state_key = ? AND version = ?",
-                        (text, key, expected_version),
-                    )
-                if cursor.rowcount != 1:
-                    current = self._current(key)
-                    raise RunStateConflictError(
-                        key, expected_version, 0 if current is None else current[0]
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return version
-
-        return await self._in_worker("save", write)
-
-    def _deleted_version(self, key: str) -> int:
-        row = self._conn.execute(
-            f"SELECT last_version FROM {self._versions} WHERE state_key = ?", (key,)
-        ).fetchone()
-        return 0 if row is None else int(row[0])
-
-    async def _delete(self, key: str, expected_version: int | None) -> bool:
-        def delete() -> bool:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                current = self._current(key)
-                version = 0 if current is None else current[0]
-                if expected_version is not None and version != expected_version:
-                    raise RunStateConflictError(key, expected_version, version)
-                if current is not None:
-                    conn.execute(f"DELETE FROM {self.table} WHERE state_key = ?", (key,))
-                    conn.execute(
-                        f"INSERT INTO {self._versions} (state_key, last_version) VALUES (?, ?) "
-                        "ON CONFLICT (state_key) DO UPDATE SET last_version = "
-                        "MAX(last_version, excluded.last_version)",
-                        (key, version),
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return current is not None
-
-        return await self._in_worker("delete", delete)
+        self.table = self._sqlite.table
 
     def close(self) -> None:
         """Close the connection (waits for an operation in progress). Idempotent."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._conn.close()
+        self._sqlite.close()
 
     def __repr__(self) -> str:
         return f"SQLiteRunStateStore({os.fspath(self.db_path)!r})"
@@ -387,150 +242,23 @@ class PostgresRunStateStore(RunStateStore):
         dsn: str | None = None,
         *,
         pool: Pool | None = None,
-        table: str = "agent_run_states",
+        table: str = RUN_STATES_TABLE,
         pool_max_size: int = 10,
         connect_timeout: float | None = None,
     ) -> None:
-        from histcore.sessions import postgres  # needs the postgres extra
+        from histcore.sessions.versioned_postgres import PostgresTextStore  # the postgres extra
 
         if (dsn is None) == (pool is None):
             raise TypeError("PostgresRunStateStore needs exactly one of dsn= and pool=")
-        if dsn is not None and (not isinstance(dsn, str) or not dsn):
-            raise TypeError(f"dsn must be a non-empty str, not {dsn!r}")
-        self._pg = postgres
-        self._dsn = dsn
-        self._pool = pool
-        self._pool_max_size = pool_max_size
-        # The sessions' default (5 s): a missing server is a one-line error, not a 30 s wait.
-        self._connect_timeout = (
-            postgres.CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+        self._texts = self._postgres = PostgresTextStore(
+            table,
+            dsn=dsn,
+            pool=pool,
+            pool_max_size=pool_max_size,
+            connect_timeout=connect_timeout,
         )
-        self.table = check_table_name(table, "table")
-        self._versions = f"{self.table}_versions"
-        self._schema = [
-            f"""CREATE TABLE IF NOT EXISTS {self.table} (
-                state_key TEXT PRIMARY KEY,
-                version BIGINT NOT NULL,
-                state_json TEXT NOT NULL,
-                created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-                updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )""",
-            # The last version of each deleted key; added to older databases as well.
-            f"""CREATE TABLE IF NOT EXISTS {self._versions} (
-                state_key TEXT PRIMARY KEY,
-                last_version BIGINT NOT NULL
-            )""",
-        ]
-        self._columns = {
-            self.table: {"state_key": "text", "version": "bigint", "state_json": "text"},
-            self._versions: {"state_key": "text", "last_version": "bigint"},
-        }
-
-    async def _run(self, operation: str, work: Callable[[Any], Any]) -> Any:
-        """``await work(conn)`` on a pooled connection, to its end even if the caller is
-        cancelled (see ``to_the_end``); database errors become RunStateStoreError."""
-        pg = self._pg
-        errors = (pg.psycopg.Error, pg.PoolTimeout, pg.SessionError)
-
-        async def run() -> Any:
-            pool = self._pool
-            if pool is None:
-                assert self._dsn is not None
-                pool = await pg.shared_pool(
-                    self._dsn, max_size=self._pool_max_size, timeout=self._connect_timeout
-                )
-            await pg.ensure_tables(pool, self._schema, self._columns)
-            async with pool.connection() as conn:
-                return await work(conn)
-
-        try:
-            return await to_the_end(asyncio.ensure_future(run()))
-        except errors as exc:
-            raise RunStateStoreError(f"{self!r}: {operation} failed: {exc}") from exc
-
-    async def _read(self, key: str) -> tuple[int, str] | None:
-        async def read(conn: Any) -> tuple[int, str] | None:
-            cursor = await conn.execute(
-                f"SELECT version, state_json FROM {self.table} WHERE state_key = %s", (key,)
-            )
-            row = await cursor.fetchone()
-            return None if row is None else (int(row[0]), str(row[1]))
-
-        found: tuple[int, str] | None = await self._run("load", read)
-        return found
-
-    async def _lock_key(self, conn: Any, key: str) -> None:
-        """Take the transaction lock that first saves and deletes of ``key`` share,
-        so a first save reads the version a concurrent delete leaves behind (updates
-        need none: the row lock and the version check decide them)."""
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.table}:{key}",)
-        )
-
-    async def _write(self, key: str, text: str, expected_version: int) -> int:
-        async def write(conn: Any) -> int | None:
-            # Concurrent savers of one key are decided by the row lock (UPDATE re-checks
-            # the version after waiting) or the primary key.
-            if expected_version == 0:
-                async with conn.transaction():
-                    await self._lock_key(conn, key)
-                    cursor = await conn.execute(
-                        f"INSERT INTO {self.table} (state_key, version, state_json) "
-                        f"SELECT %s, COALESCE(MAX(last_version), 0) + 1, %s FROM {self._versions} "
-                        "WHERE state_key = %s ON CONFLICT (state_key) DO NOTHING RETURNING version",
-                        (key, text, key),
-                    )
-                    row = await cursor.fetchone()
-            else:
-                cursor = await conn.execute(
-                    f"UPDATE {self.table} SET version = version + 1, state_json = %s, "
-                    "updated_at = now() WHERE state_key = %s AND version = %s "
-                    "RETURNING version",
-                    (text, key, expected_version),
-                )
-                row = await cursor.fetchone()
-            return None if row is None else int(row[0])
-
-        version: int | None = await self._run("save", write)
-        if version is None:
-            current = await self._read(key)
-            raise RunStateConflictError(key, expected_version, 0 if current is None else current[0])
-        return version
-
-    async def _delete(self, key: str, expected_version: int | None) -> bool:
-        async def delete(conn: Any) -> bool:
-            async with conn.transaction():
-                await self._lock_key(conn, key)
-                if expected_version is None:
-                    cursor = await conn.execute(
-                        f"DELETE FROM {self.table} WHERE state_key = %s RETURNING version",
-                        (key,),
-                    )
-                else:
-                    cursor = await conn.execute(
-                        f"DELETE FROM {self.table} WHERE state_key = %s AND version = %s "
-                        "RETURNING version",
-                        (key, expected_version),
-                    )
-                row = await cursor.fetchone()
-                if row is None:
-                    return False
-                await conn.execute(
-                    f"INSERT INTO {self._versions} AS v (state_key, last_version) "
-                    "VALUES (%s, %s) ON CONFLICT (state_key) DO UPDATE SET "
-                    "last_version = GREATEST(v.last_version, EXCLUDED.last_version)",
-                    (key, int(row[0])),
-                )
-            return True
-
-        deleted: bool = await self._run("delete", delete)
-        if not deleted and expected_version is not None:
-            current = await self._read(key)
-            version = 0 if current is None else current[0]
-            if version != expected_version:
-                raise RunStateConflictError(key, expected_version, version)
-        return deleted
+        self.table = self._postgres.table
+        self._connect_timeout = self._postgres.connect_timeout
 
     def __repr__(self) -> str:
-        where = self._pg.describe_dsn(self._dsn) if self._dsn is not None else "<pool>"
-        return f"PostgresRunStateStore({where!r}, table={self.table!r})"
+        return f"PostgresRunStateStore({self._postgres.location!r}, table={self.table!r})"

@@ -207,7 +207,7 @@ def _decode_arguments(text: str) -> Any:
     and Infinity refused (a lone surrogate's escape, as ``encode_arguments`` writes
     it, is read only by ``json``). Raises ValueError for text that is not JSON."""
     try:
-        return exact_json.loads_with_fallback(text)
+        return exact_json.loads_strict(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
 

@@ -43,6 +43,7 @@ import orjson
 
 from histcore.engine.exact_json import NULL, has_non_finite, long_integer_candidates
 from histcore.engine.items import MAX_DEPTH, plain_json_copy
+from histcore.engine.vocabulary import all_exact_dicts
 from histcore.engine.wording import a_type_name
 from histcore.sessions.rows import CorruptRow, decode_stored, deep_positions
 
@@ -257,7 +258,7 @@ def compact(texts: list[bytes]) -> list[bytes]:
 def _encode_chunk(items: list[Any], offset: int) -> list[bytes]:
     """``encode_items_utf8`` of ``items``, which are ``items[offset:]`` of the batch
     (errors name their position in the batch); the texts are not compacted."""
-    if not set(map(type, items)) <= {dict}:
+    if not all_exact_dicts(items):
         items = [_as_dict(item, offset + index) for index, item in enumerate(items)]
     # Plain JSON data (the usual case, one check in the engine) is written by orjson as
     # it is; anything else (models, tuples, datetimes, ...) is made a tree first.
@@ -294,7 +295,7 @@ def _fast_decoded(texts: list[Any]) -> list[Any] | None:
         items = list(map(orjson.loads, texts))
     except (orjson.JSONDecodeError, TypeError):  # TypeError: a text that is no text
         return None
-    if not set(map(type, items)) <= {dict}:
+    if not all_exact_dicts(items):
         return None
     try:
         for position in exact:

@@ -73,21 +73,20 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from functools import lru_cache
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import quote
 
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions import _sqlite_schema as schema
-from histcore.sessions._codec import compact, encoded_chunks
+from histcore.sessions._codec import encoded_chunks
+from histcore.sessions._sqlite_connect import check_busy_timeout, connect, transaction
+from histcore.sessions._sqlite_insert import Written, insert_rows
 from histcore.sessions.base import describe_session_id
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
     FETCH_CHUNK,
-    PENDING_TEXT_BYTES,
     DecodedRows,
     HistoryCache,
     NewestPop,
@@ -96,53 +95,6 @@ from histcore.sessions.sql_store import (
 )
 
 __all__ = ["SQLiteStore", "read_only_error"]
-
-# Appends of at least this much JSON leave their WAL checkpoint for later.
-_DEFERRED_CHECKPOINT_BYTES = 4 << 20
-
-
-@lru_cache(maxsize=64)
-def _insert_sql(table: str, rows: int, cast: bool) -> str:
-    # CAST(blob AS TEXT) stores the UTF-8 bytes as TEXT as they are: no str is built
-    # per row only to be encoded back to UTF-8 by the driver. Placeholders are the
-    # nameless `?` only: Python 3.12.0-3.12.3 warn on numbered ones (`?1`) bound from a
-    # sequence, an error under `-W error`.
-    row = "(?, CAST(? AS TEXT))" if cast else "(?, ?)"
-    return f"INSERT INTO {table} (session_id, message_data) VALUES {', '.join([row] * rows)}"
-
-
-def _insert_params(session_id: str, values: list[bytes] | list[str]) -> list[object]:
-    """``session_id, value`` for each value, in the order of ``_insert_sql``'s rows."""
-    params: list[object] = [session_id] * (2 * len(values))
-    params[1::2] = values
-    return params
-
-
-class _Written:
-    """What one ``append`` has inserted so far: how many rows and bytes of JSON, and
-    the texts the history cache keeps of them (right-sized copies, while they fit in
-    ``PENDING_TEXT_BYTES``; None past that, and the next read fetches the rows)."""
-
-    __slots__ = ("bytes", "deferred", "kept", "rows")
-
-    def __init__(self) -> None:
-        self.rows = 0
-        self.bytes = 0
-        self.kept: list[bytes] | None = []
-        #: the WAL checkpoint of this write was left for ``checkpoint()``
-        self.deferred = False
-
-    def add(self, texts: list[bytes], keep: bool) -> None:
-        size = sum(map(len, texts))
-        self.rows += len(texts)
-        self.bytes += size
-        if not keep or self.kept is None or self.bytes > PENDING_TEXT_BYTES:
-            self.kept = None
-        else:
-            self.kept += compact(texts)
-
-    def large(self) -> bool:
-        return self.bytes >= _DEFERRED_CHECKPOINT_BYTES
 
 
 class SQLiteStore(SkipsCorruptRows):
@@ -161,16 +113,12 @@ class SQLiteStore(SkipsCorruptRows):
         self.session_id = session_id
         self.sessions_table = check_table_name(sessions_table, "sessions_table")
         self.messages_table = check_table_name(messages_table, "messages_table")
-        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)):
-            raise TypeError(f"busy_timeout must be a number, not {type(busy_timeout).__name__}")
-        if busy_timeout < 0:
-            raise ValueError(f"busy_timeout must be >= 0 seconds, got {busy_timeout}")
         self._lock = threading.Lock()
         self._cache: HistoryCache | None = None
         self._skipped: dict[int, str] = {}
         self._closed = False
         self._path = os.fspath(db_path)
-        self._busy_timeout = busy_timeout
+        self._busy_timeout = check_busy_timeout(busy_timeout)
         self._cache_history = cache_history
         # Nothing is opened here: the first operation opens the file (``_connected``),
         # in the worker thread it runs in, so that waiting for a locked file never
@@ -236,13 +184,7 @@ class SQLiteStore(SkipsCorruptRows):
 
     def _set_up(self, target: str, uri: bool, writable: bool) -> None:
         """Connect to ``target`` and prepare it (the tables; WAL mode when writable)."""
-        self._conn = conn = sqlite3.connect(
-            target,
-            timeout=self._busy_timeout,
-            isolation_level=None,
-            check_same_thread=False,
-            uri=uri,
-        )
+        self._conn = conn = connect(target, self._busy_timeout, uri=uri)
         try:
             # Raw bytes: orjson reads them directly, without building a str per row.
             conn.text_factory = bytes
@@ -281,27 +223,13 @@ class SQLiteStore(SkipsCorruptRows):
 
     # --- transactions and helpers -------------------------------------------------
 
-    @contextmanager
-    def _transaction(self, begin: str) -> Iterator[None]:
-        """Committed when the block ends, rolled back when it raises (for a read the
-        two are the same: they only end the snapshot)."""
-        conn = self._conn
-        conn.execute(begin)
-        try:
-            yield
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
     def _write(self) -> AbstractContextManager[None]:
         """A write transaction, taken at once so concurrent writers queue, not deadlock."""
-        return self._transaction("BEGIN IMMEDIATE")
+        return transaction(self._conn, "BEGIN IMMEDIATE")
 
     def _snapshot(self) -> AbstractContextManager[None]:
         """A read transaction: every query inside sees one state of the database."""
-        return self._transaction("BEGIN")
+        return transaction(self._conn, "BEGIN")
 
     def _data_version(self) -> int:
         version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -486,7 +414,7 @@ class SQLiteStore(SkipsCorruptRows):
             first_chunk = next(chunks)
             conn = self._writable("add_items")
             table = self.messages_table
-            written = _Written()
+            written = Written()
             refused: list[TypeError] = []
             try:
                 with self._write():
@@ -505,7 +433,14 @@ class SQLiteStore(SkipsCorruptRows):
                     texts: list[bytes] | None = first_chunk
                     del first_chunk
                     while texts is not None:
-                        self._insert(texts)
+                        insert_rows(
+                            conn,
+                            table,
+                            self.session_id,
+                            texts,
+                            cast=self._bind_bytes,
+                            rows_per_insert=self._rows_per_insert,
+                        )
                         written.add(texts, keep=cache is not None)
                         # A large batch would make its commit copy the whole batch again
                         # from the WAL into the database (SQLite's automatic checkpoint).
@@ -540,7 +475,7 @@ class SQLiteStore(SkipsCorruptRows):
             return written.deferred
 
     def _register_append(
-        self, cache: HistoryCache, written: _Written, sequence: tuple[int] | None, last: int
+        self, cache: HistoryCache, written: Written, sequence: tuple[int] | None, last: int
     ) -> None:
         # AUTOINCREMENT under the write lock hands out seq+1 ... seq+n; if the
         # sequence says otherwise, let the next read fetch the rows instead.
@@ -557,20 +492,6 @@ class SQLiteStore(SkipsCorruptRows):
             if self._closed or not self._ready or self._read_only:
                 return
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-
-    def _insert(self, texts: list[bytes]) -> None:
-        conn, table, session_id = self._conn, self.messages_table, self.session_id
-        cast = self._bind_bytes
-        values: list[bytes] | list[str] = texts if cast else [text.decode() for text in texts]
-        per = self._rows_per_insert
-        full = len(values) - len(values) % per
-        if full:
-            sql = _insert_sql(table, per, cast)
-            for start in range(0, full, per):
-                conn.execute(sql, _insert_params(session_id, values[start : start + per]))
-        if full < len(values):
-            rest = values[full:]
-            conn.execute(_insert_sql(table, len(rest), cast), _insert_params(session_id, rest))
 
     def pop(self) -> Any | None:
         """Remove and return the newest item; rows on the way that hold none are

@@ -15,6 +15,8 @@ from types import TracebackType
 from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 __all__ = [
+    "MESSAGES_TABLE",
+    "SESSIONS_TABLE",
     "InputItem",
     "Session",
     "SessionABC",
@@ -26,6 +28,10 @@ __all__ = [
     "items_argument",
     "resolve_limit",
 ]
+
+#: The SDK's table names: every SQL store's (and the doctor's) default.
+SESSIONS_TABLE = "agent_sessions"
+MESSAGES_TABLE = "agent_messages"
 
 #: An input item: a JSON-like dict, or a model with ``model_dump()`` (read as
 #: ``model_dump(exclude_unset=True)``).

@@ -49,7 +49,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
 
 import orjson
 
-from histcore._cancellation import to_the_end
+from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions._codec import encode_items
 from histcore.sessions._postgres_pools import (
@@ -60,6 +60,8 @@ from histcore.sessions._postgres_pools import (
     shared_pool,
 )
 from histcore.sessions.base import (
+    MESSAGES_TABLE,
+    SESSIONS_TABLE,
     InputItem,
     SessionSettings,
     _ClosableSession,
@@ -230,8 +232,8 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         dsn: str | None = None,
         *,
         pool: Pool | None = None,
-        sessions_table: str = "agent_sessions",
-        messages_table: str = "agent_messages",
+        sessions_table: str = SESSIONS_TABLE,
+        messages_table: str = MESSAGES_TABLE,
         session_settings: SessionSettings | None = None,
         cache_history: bool = True,
         pool_max_size: int = 10,
@@ -420,7 +422,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             except (psycopg.Error, PoolTimeout) as exc:
                 raise self._failure(operation, exc) from exc
 
-        return await to_the_end(asyncio.ensure_future(mapped()))
+        return await finish_despite_cancellation(asyncio.ensure_future(mapped()))
 
     def _forget_popped(self, removed: list[int], generations: list[int]) -> None:
         """Keep the cache in step with our own pop, when it was current before it."""

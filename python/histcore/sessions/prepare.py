@@ -13,15 +13,15 @@ from itertools import repeat
 from typing import Any
 
 from histcore.engine.collector import collector_paused
+from histcore.engine.input_rules import drop_units, input_problems, repair_input, window_start
 from histcore.engine.items import (
     classify_callback_output,
     deduplicate_input_items_preferring_latest,
     deep_copy_items,
     drop_orphan_function_calls,
 )
-from histcore.engine.model_input import drop_units, input_problems, repair_input, window_start
 from histcore.engine.pairing import outputs_after_calls, pair_key, tool_role
-from histcore.engine.vocabulary import METADATA_KEYS
+from histcore.engine.vocabulary import METADATA_KEYS, all_exact_dicts
 from histcore.engine.wording import a_type_name
 from histcore.exceptions import UserError
 from histcore.sessions.base import InputItem, Session, SessionInputCallback, resolve_limit
@@ -52,14 +52,10 @@ def _normalised(item: Any) -> Any:
     return item
 
 
-def _only_dicts(items: list[Any]) -> bool:
-    return set(map(type, items)) <= {dict}
-
-
 def _normalise_all(items: list[Any]) -> list[Any]:
     """``_normalised`` of every item; the usual case (plain dicts, no metadata) is
     checked with C-level loops, as histories are long."""
-    if _only_dicts(items) and not any(
+    if all_exact_dicts(items) and not any(
         any(map(dict.__contains__, items, repeat(key))) for key in METADATA_KEYS
     ):
         return list(items)
@@ -68,7 +64,7 @@ def _normalise_all(items: list[Any]) -> list[Any]:
 
 def _check_items(items: list[Any], where: str) -> None:
     """Every entry must be an input item: a dict or a model with ``model_dump()``."""
-    if _only_dicts(items):
+    if all_exact_dicts(items):
         return
     for index, item in enumerate(items):
         if not isinstance(item, dict) and not callable(getattr(item, "model_dump", None)):

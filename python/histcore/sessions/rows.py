@@ -26,7 +26,7 @@ from itertools import accumulate, compress, count, repeat
 from operator import ge
 from typing import Any
 
-from histcore.engine.exact_json import loads_as_json
+from histcore.engine.exact_json import loads_like_stdlib
 from histcore.engine.items import MAX_DEPTH
 
 __all__ = [
@@ -146,7 +146,7 @@ def decode_json(data: Any) -> Any:
             f"nested deeper than {MAX_DEPTH} levels",
         )
     try:
-        return loads_as_json(text)
+        return loads_like_stdlib(text)
     except (ValueError, RecursionError) as exc:
         raise CorruptRow(f"not JSON ({exc})", "not JSON") from None
 

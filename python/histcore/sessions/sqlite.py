@@ -17,10 +17,12 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from histcore._cancellation import to_the_end
+from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionError
 from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
 from histcore.sessions.base import (
+    MESSAGES_TABLE,
+    SESSIONS_TABLE,
     InputItem,
     SessionSettings,
     _ClosableSession,
@@ -64,8 +66,8 @@ class SQLiteSession(_ClosableSession):
         self,
         session_id: str,
         db_path: str | os.PathLike[str] = ":memory:",
-        sessions_table: str = "agent_sessions",
-        messages_table: str = "agent_messages",
+        sessions_table: str = SESSIONS_TABLE,
+        messages_table: str = MESSAGES_TABLE,
         session_settings: SessionSettings | None = None,
         *,
         busy_timeout: float = 30.0,
@@ -176,4 +178,6 @@ class SQLiteSession(_ClosableSession):
         whether its write happened. The cancellation is re-raised once the write is over.
         """
         loop = asyncio.get_running_loop()
-        return await to_the_end(loop.run_in_executor(None, self._guarded(operation, work, *args)))
+        return await finish_despite_cancellation(
+            loop.run_in_executor(None, self._guarded(operation, work, *args))
+        )

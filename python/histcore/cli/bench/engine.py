@@ -133,6 +133,7 @@ class Operation:
     name: str
     summary: str
     engine: Callable[[ModuleType, Workload], object]
+    """The call on a backend module (``histcore._core`` or ``histcore.engine.pure``)."""
     reference: Callable[[Reference, Workload], object] | None
     result_kind: Literal["objects", "values", "copies"]
     """How results are compared: same objects, equal values, or equal independent copies."""
@@ -145,98 +146,106 @@ class Operation:
     """The baselines sampled in the same rounds as the implementations."""
 
 
+def _on_items(name: str) -> Callable[[Any, Workload], object]:
+    """The call ``name(workload.items)`` on an implementation: a backend module or the
+    SDK's reference, which name their functions alike."""
+
+    def call(implementation: Any, workload: Workload) -> object:
+        return getattr(implementation, name)(workload.items)
+
+    return call
+
+
+def _same_call(name: str, summary: str, **fields: Any) -> Operation:
+    """An operation that calls ``name(workload.items)`` on the engine and on the SDK."""
+    call = _on_items(name)
+    return Operation(name=name, summary=summary, engine=call, reference=call, **fields)
+
+
+def _on_own_history(
+    name: str, summary: str, result_kind: Literal["values", "objects"]
+) -> Operation:
+    """An engine-only operation (no SDK helper): ``name(items, history=items)``."""
+    return Operation(
+        name=name,
+        summary=f"{summary}, the items being their own stored history (no SDK helper)",
+        engine=lambda module, w: getattr(module, name)(w.items, history=w.items),
+        reference=None,
+        result_kind=result_kind,
+        reference_comparable=False,
+        shapes=_ALL_SHAPES,
+    )
+
+
+def _on_callback(implementation: Any, workload: Workload) -> object:
+    callback = workload.callback
+    return implementation.classify_callback_output(
+        callback.history, callback.new_items, callback.combined
+    )
+
+
+_ALL_SHAPES = ("history", "pending_programs", "reasoning_run")
+
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
         Operation(
-            "dedupe_key",
-            "dedupe_key(item) called per item in a Python loop",
-            lambda engine, w: [engine.dedupe_key(item) for item in w.items],
-            lambda sdk, w: sdk.dedupe_keys(w.items),
-            "values",
-            True,
+            name="dedupe_key",
+            summary="dedupe_key(item) called per item in a Python loop",
+            engine=lambda module, w: [module.dedupe_key(item) for item in w.items],
+            reference=_on_items("dedupe_keys"),
+            result_kind="values",
+            reference_comparable=True,
         ),
-        Operation(
+        _same_call(
             "dedupe_keys",
             "dedupe_key over all items in one call",
-            lambda engine, w: engine.dedupe_keys(w.items),
-            lambda sdk, w: sdk.dedupe_keys(w.items),
-            "values",
-            True,
+            result_kind="values",
+            reference_comparable=True,
         ),
-        Operation(
+        _same_call(
             "deduplicate_input_items",
             "first-wins dedupe",
-            lambda engine, w: engine.deduplicate_input_items(w.items),
-            lambda sdk, w: sdk.deduplicate_input_items(w.items),
-            "objects",
-            True,
+            result_kind="objects",
+            reference_comparable=True,
         ),
-        Operation(
+        _same_call(
             "deduplicate_input_items_preferring_latest",
             "latest-value dedupe with call anchoring",
-            lambda engine, w: engine.deduplicate_input_items_preferring_latest(w.items),
-            lambda sdk, w: sdk.deduplicate_input_items_preferring_latest(w.items),
-            "objects",
-            True,
-            ("history", "pending_programs", "reasoning_run"),
+            result_kind="objects",
+            reference_comparable=True,
+            shapes=_ALL_SHAPES,
         ),
-        Operation(
+        _same_call(
             "drop_orphan_function_calls",
             "orphan tool-call pruning",
-            lambda engine, w: engine.drop_orphan_function_calls(w.items),
-            lambda sdk, w: sdk.drop_orphan_function_calls(w.items),
-            "objects",
-            True,
-            ("history", "pending_programs", "reasoning_run"),
-            ("pending_programs", "reasoning_run"),
+            result_kind="objects",
+            reference_comparable=True,
+            shapes=_ALL_SHAPES,
+            quadratic_reference_shapes=("pending_programs", "reasoning_run"),
         ),
-        Operation(
-            "input_problems",
-            "model-input rule check, the items being their own stored history (no SDK helper)",
-            lambda engine, w: engine.input_problems(w.items, history=w.items),
-            None,
-            "values",
-            False,
-            ("history", "pending_programs", "reasoning_run"),
-        ),
-        Operation(
-            "repair_input",
-            "model-input repair, the items being their own stored history (no SDK helper)",
-            lambda engine, w: engine.repair_input(w.items, history=w.items),
-            None,
-            "objects",
-            False,
-            ("history", "pending_programs", "reasoning_run"),
-        ),
-        Operation(
+        _on_own_history("input_problems", "model-input rule check", result_kind="values"),
+        _on_own_history("repair_input", "model-input repair", result_kind="objects"),
+        _same_call(
             "content_keys",
             "content_key over all items (SDK: json.dumps(sort_keys=True) per item)",
-            lambda engine, w: engine.content_keys(w.items),
-            lambda sdk, w: sdk.content_keys(w.items),
-            "values",
-            False,
+            result_kind="values",
+            reference_comparable=False,
             baselines=("bare_loop", "orjson_sort_keys"),
         ),
-        Operation(
+        _same_call(
             "deep_copy_items",
             "independent deep copy (SDK: copy.deepcopy)",
-            lambda engine, w: engine.deep_copy_items(w.items),
-            lambda sdk, w: sdk.deep_copy_items(w.items),
-            "copies",
-            True,
+            result_kind="copies",
+            reference_comparable=True,
         ),
         Operation(
-            "classify_callback_output",
-            "session-callback classification of history + new items (size = history)",
-            lambda engine, w: engine.classify_callback_output(
-                w.callback.history, w.callback.new_items, w.callback.combined
-            ),
-            lambda sdk, w: sdk.classify_callback_output(
-                w.callback.history, w.callback.new_items, w.callback.combined
-            ),
-            "values",
-            True,
+            name="classify_callback_output",
+            summary="session-callback classification of history + new items (size = history)",
+            engine=_on_callback,
+            reference=_on_callback,
+            result_kind="values",
+            reference_comparable=True,
         ),
     )
 }
@@ -512,10 +521,10 @@ def _bind(
             raise ValueError(f"{operation.name} has no SDK reference to run")
         sdk = reference
         return lambda: sdk_call(sdk, workload)
-    engine = _pure if implementation == "python" else rust
-    if engine is None:
+    backend_module = _pure if implementation == "python" else rust
+    if backend_module is None:
         raise ValueError("the rust backend is not available")
-    return lambda: operation.engine(engine, workload)
+    return lambda: operation.engine(backend_module, workload)
 
 
 def _check(

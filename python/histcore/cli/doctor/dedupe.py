@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from histcore.engine import items as engine
+from histcore.engine import items as engine_items
 from histcore.engine.pairing import pair_key, tool_role
 
 __all__ = ["Dedupe", "dedupe"]
@@ -89,5 +89,5 @@ def _dedupe_positions(items: Sequence[Any], groups: _Groups) -> list[int]:
     latest_position = {id(items[positions[-1]]): positions[-1] for positions in groups.values()}
     return [
         proxy.position if isinstance(proxy, _Placeholder) else latest_position[id(proxy)]
-        for proxy in engine.deduplicate_input_items_preferring_latest(proxies)
+        for proxy in engine_items.deduplicate_input_items_preferring_latest(proxies)
     ]

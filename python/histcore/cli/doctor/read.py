@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -22,7 +21,9 @@ from typing import Any, Protocol
 
 from histcore.cli.doctor.linked import Linked
 from histcore.sessions._sqlite_schema import note_rewrite
+from histcore.sessions.base import MESSAGES_TABLE, SESSIONS_TABLE
 from histcore.sessions.rows import CorruptRow, decode_json
+from histcore.sessions.sql_store import check_table_name
 
 __all__ = [
     "MESSAGES_TABLE",
@@ -39,9 +40,6 @@ __all__ = [
     "stored_form",
 ]
 
-SESSIONS_TABLE = "agent_sessions"
-MESSAGES_TABLE = "agent_messages"
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,50}\Z")
 # The longest pause after a repair's transaction (see SQLiteStore.transaction).
 _MAX_PAUSE = 1.0
 # Rows (rowids) a statement reads at most, where a read need not be one snapshot.
@@ -72,8 +70,10 @@ class Tables:
 
     def __post_init__(self) -> None:
         for name in (self.sessions, self.messages):
-            if not _TABLE_NAME.match(name):
-                raise DoctorError(f"{name!r} is not a plain SQL table name")
+            try:
+                check_table_name(name, "table")
+            except ValueError:
+                raise DoctorError(f"{name!r} is not a plain SQL table name") from None
 
 
 @dataclass(frozen=True)

@@ -14,55 +14,82 @@ are read one at a time, in list order; and containers are read at once when reac
 
 from __future__ import annotations
 
-from histcore.engine.pure.canonical import MAX_DEPTH, canonical_json
-from histcore.engine.pure.classify import classify_callback_output
-from histcore.engine.pure.content import content_key, content_keys
+from histcore.engine.names import ENGINE_NAMES
+from histcore.engine.pure.canonical import (
+    MAX_DEPTH as MAX_DEPTH,
+)
+from histcore.engine.pure.canonical import (
+    canonical_json as canonical_json,
+)
+from histcore.engine.pure.classify import (
+    classify_callback_output as classify_callback_output,
+)
+from histcore.engine.pure.content import (
+    content_key as content_key,
+)
+from histcore.engine.pure.content import (
+    content_keys as content_keys,
+)
 from histcore.engine.pure.dedupe import (
-    deduplicate_input_items,
-    deduplicate_input_items_preferring_latest,
+    deduplicate_input_items as deduplicate_input_items,
 )
-from histcore.engine.pure.deepcopy import deep_copy_items, plain_json_copy, shallow_dict_copies
-from histcore.engine.pure.dict_text import DictText
-from histcore.engine.pure.digits import long_integer_candidates
-from histcore.engine.pure.input_rules import input_problems, repair_input
-from histcore.engine.pure.keys import dedupe_key, dedupe_keys
+from histcore.engine.pure.dedupe import (
+    deduplicate_input_items_preferring_latest as deduplicate_input_items_preferring_latest,
+)
+from histcore.engine.pure.deepcopy import (
+    deep_copy_items as deep_copy_items,
+)
+from histcore.engine.pure.deepcopy import (
+    plain_json_copy as plain_json_copy,
+)
+from histcore.engine.pure.deepcopy import (
+    shallow_dict_copies as shallow_dict_copies,
+)
+from histcore.engine.pure.dict_text import (
+    DictText as DictText,
+)
+from histcore.engine.pure.digits import (
+    long_integer_candidates as long_integer_candidates,
+)
+from histcore.engine.pure.input_rules import (
+    input_problems as input_problems,
+)
+from histcore.engine.pure.input_rules import (
+    repair_input as repair_input,
+)
+from histcore.engine.pure.keys import (
+    dedupe_key as dedupe_key,
+)
+from histcore.engine.pure.keys import (
+    dedupe_keys as dedupe_keys,
+)
 from histcore.engine.pure.orphans import (
-    drop_orphan_function_calls,
-    screened_drop_orphan_function_calls,
+    drop_orphan_function_calls as drop_orphan_function_calls,
 )
-from histcore.engine.pure.rows import decode_rows
+from histcore.engine.pure.orphans import (
+    screened_drop_orphan_function_calls as screened_drop_orphan_function_calls,
+)
+from histcore.engine.pure.rows import (
+    decode_rows as decode_rows,
+)
 from histcore.engine.pure.screened_key import (
-    ScreenedKey,
-    screened_dedupe_key,
-    screened_deduplicate,
+    ScreenedKey as ScreenedKey,
 )
-from histcore.engine.pure.sorted_json import dict_sorted_json_texts, sorted_json_text
-from histcore.engine.pure.watch import NameWatch
+from histcore.engine.pure.screened_key import (
+    screened_dedupe_key as screened_dedupe_key,
+)
+from histcore.engine.pure.screened_key import (
+    screened_deduplicate as screened_deduplicate,
+)
+from histcore.engine.pure.sorted_json import (
+    dict_sorted_json_texts as dict_sorted_json_texts,
+)
+from histcore.engine.pure.sorted_json import (
+    sorted_json_text as sorted_json_text,
+)
+from histcore.engine.pure.watch import (
+    NameWatch as NameWatch,
+)
 
-__all__ = [
-    "MAX_DEPTH",
-    "DictText",
-    "NameWatch",
-    "ScreenedKey",
-    "canonical_json",
-    "classify_callback_output",
-    "content_key",
-    "content_keys",
-    "decode_rows",
-    "dedupe_key",
-    "dedupe_keys",
-    "deduplicate_input_items",
-    "deduplicate_input_items_preferring_latest",
-    "deep_copy_items",
-    "dict_sorted_json_texts",
-    "drop_orphan_function_calls",
-    "input_problems",
-    "long_integer_candidates",
-    "plain_json_copy",
-    "repair_input",
-    "screened_dedupe_key",
-    "screened_deduplicate",
-    "screened_drop_orphan_function_calls",
-    "shallow_dict_copies",
-    "sorted_json_text",
-]
+# The names the twin shares with the extension: written once, in histcore.engine.names.
+__all__ = list(ENGINE_NAMES)

@@ -17,29 +17,25 @@ def _copy(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value
+    if kind is not dict and kind is not list and kind is not tuple:
+        return copy.deepcopy(value)
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
+    if kind is tuple:
+        return tuple(_copy(v, depth + 1) for v in value)
     # A dict or list is copied at once (dict.copy(), a slice), then its members that
     # are not shared scalars are replaced by their copies.
     if kind is dict:
-        if depth >= MAX_DEPTH:
-            raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
         copied = value.copy()
         for key, member in list(copied.items()):
             if not _is_plain_scalar(member):
                 copied[key] = _copy(member, depth + 1)
         return copied
-    if kind is list:
-        if depth >= MAX_DEPTH:
-            raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
-        copied_list = value[:]
-        for index, member in enumerate(copied_list):
-            if not _is_plain_scalar(member):
-                copied_list[index] = _copy(member, depth + 1)
-        return copied_list
-    if kind is tuple:
-        if depth >= MAX_DEPTH:
-            raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
-        return tuple(_copy(v, depth + 1) for v in value)
-    return copy.deepcopy(value)
+    copied_list = value[:]
+    for index, member in enumerate(copied_list):
+        if not _is_plain_scalar(member):
+            copied_list[index] = _copy(member, depth + 1)
+    return copied_list
 
 
 def deep_copy_items(items: Iterable[Any]) -> list[Any]:

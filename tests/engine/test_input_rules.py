@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from histcore import items as public
-from histcore.engine.model_input import window_start
-from histcore.engine.pure import input_rules as pure_input
+from histcore.engine.input_rules import window_start
+from histcore.engine.pure import input_rules
 from tests.support.strategies import (
     FAKE_ID,
     FunctionCallModel,
@@ -141,8 +141,8 @@ def test_exactly_the_broken_units_are_dropped(
 ) -> None:
     history, items = case
     stored = history if with_history else None
-    problems = pure_input.input_problems(items, history=stored)
-    roots, _ = pure_input.unit_roots(items)
+    problems = input_rules.input_problems(items, history=stored)
+    roots, _ = input_rules.unit_roots(items)
     broken = {roots[position] for position, _, _ in problems}
 
     def droppable(position: int) -> bool:
@@ -154,7 +154,7 @@ def test_exactly_the_broken_units_are_dropped(
     expected = [position for position in range(len(items)) if not droppable(position)]
     first_round = [items[position] for position in expected]
     repaired = engine.repair_input(items, history=stored)
-    if not pure_input.input_problems(first_round, history=stored):
+    if not input_rules.input_problems(first_round, history=stored):
         # One round suffices (the common case): exactly the broken units went.
         assert positions(repaired, items) == expected
     else:
@@ -592,5 +592,5 @@ def test_windows_hold_whole_units_and_at_least_limit_items(history: list[Any], l
     start, _ = window_start(history, limit)
     window = history[start:]
     assert len(window) >= min(limit, len(history))
-    problems = pure_input.input_problems(window, history=history)
+    problems = input_rules.input_problems(window, history=history)
     assert [p for p in problems if p[1] != "call_awaiting_output"] == []

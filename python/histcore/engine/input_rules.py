@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from histcore.engine.backend import engine
+from histcore.engine.backend import backend_module
 from histcore.engine.pure.input_rules import PROBLEM_KINDS, USER_SIDE_ROLES, _text, unit_roots
 
 __all__ = [
@@ -62,7 +62,7 @@ def input_problems(
             f"input[{position}]: " + _MESSAGES[kind].format(detail=detail),
             detail,
         )
-        for position, kind, detail in engine.input_problems(items, history=history)
+        for position, kind, detail in backend_module.input_problems(items, history=history)
     ]
 
 
@@ -74,7 +74,7 @@ def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) 
     outputs: kept whole or dropped whole, never split. User messages stay. A list
     without problems comes back with the very same objects in the same order.
     """
-    result: list[Any] = engine.repair_input(items, history=history)
+    result: list[Any] = backend_module.repair_input(items, history=history)
     return result
 
 
