@@ -42,7 +42,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 #: The formats read: their timing keys and ``environment`` object are the same.
 ENGINE_FORMATS = ("histcore-bench/1", "histcore-bench/2")
-SDK_FORMATS = ("histcore-bench-openai-agents/5", "histcore-bench-openai-agents/6")
+SDK_FORMATS = (
+    "histcore-bench-openai-agents/5",
+    "histcore-bench-openai-agents/6",
+    "histcore-bench-openai-agents/7",
+)
 ENGINE_COMMAND = "histcore bench --json benches/results/engine.json"
 SDK_COMMAND = (
     "histcore bench --openai-agents --sizes 1000,10000,100000 --repeat 3 "
@@ -315,14 +319,17 @@ def sdk_table(sdk: Results) -> list[str]:
     for size in sorted({*turns, *first}):
         turn, fresh = turns.get(size, {}), first.get(size, {})
         plain, installed = median(turn.get("plain")), median(turn.get("installed"))
+        new_session = median(turn.get("new_session"))
         fresh_plain, fresh_installed = median(fresh.get("plain")), median(fresh.get("installed"))
         rows.append(
             [
                 f"{size_label(size)} items",
                 seconds(plain),
                 seconds(installed),
-                seconds(median(turn.get("guarded"))),
                 ratio(plain, installed),
+                seconds(new_session),
+                ratio(plain, new_session),
+                seconds(median(turn.get("guarded"))),
                 f"{seconds(fresh_plain)} -> {seconds(fresh_installed)}",
                 ratio(fresh_plain, fresh_installed),
             ]
@@ -331,8 +338,10 @@ def sdk_table(sdk: Results) -> list[str]:
         "session",
         "openai-agents",
         "`install()`",
+        "ratio",
+        "`install()`, new session object",
+        "ratio",
         "`install(guard=True)`",
-        "SDK / `install()`",
         "first turn of a fresh process",
         "ratio",
     ]

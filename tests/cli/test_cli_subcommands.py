@@ -69,12 +69,13 @@ def test_bench_openai_agents_runs_a_small_conversation(
     assert "the first turn of a fresh process" in printed
     assert "with guard" in printed
     assert "guard cost" in printed
+    assert "new session" in printed
     # Plain words for a user: no internal targets, floors or diagnostics.
     for text in (printed.lower(), progress.lower()):
         for word in ("target", "missed", "floor", "at most", "trace provider", "gc"):
             assert word not in text
     report = json.loads(out_path.read_text())
-    assert report["format"] == "histcore-bench-openai-agents/6"
+    assert report["format"] == "histcore-bench-openai-agents/7"
     environment = report["environment"]
     assert environment["openai_agents"] is not None
     assert environment["python"] == sys.version.split()[0]
@@ -92,6 +93,10 @@ def test_bench_openai_agents_runs_a_small_conversation(
         assert turn["installed"]["median_s"] > 0
         if kind == "turns":
             assert turn["guarded"]["median_s"] > 0
+            assert turn["new_session"]["median_s"] > 0
+            assert turn["new_session_speedup"] == pytest.approx(
+                turn["plain"]["median_s"] / turn["new_session"]["median_s"]
+            )
             assert "plain_gc" not in turn
         else:  # the collector's time inside a fresh process's timed turn: part of it
             for mode in ("plain", "installed"):

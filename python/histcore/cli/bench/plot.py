@@ -43,6 +43,7 @@ _ENGINE_SERIES = {
 _TURN_SERIES = {
     "plain": ("plain SDK", "#1f77b4", "^", "--"),
     "installed": ("with install()", "#d62728", "o", "-"),
+    "new_session": ("with install(), new session object", "#ff7f0e", "s", "-."),
     "guarded": ("with install(guard=True)", "#9467bd", "d", ":"),
 }
 

@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 DEFAULT_SIZES = (10_000, 100_000)
-FORMAT = "histcore-bench-openai-agents/6"
+FORMAT = "histcore-bench-openai-agents/7"
 SESSION_ID = "bench"
 
 
@@ -109,10 +109,17 @@ def run_config(callback: Callable[[list[Any], list[Any]], list[Any]] = keep_hist
 
 
 async def run_turn(
-    path: str, message: str, model: ScriptedModel | None = None, session_id: str = SESSION_ID
+    path: str,
+    message: str,
+    model: ScriptedModel | None = None,
+    session_id: str = SESSION_ID,
+    session: SQLiteSession | None = None,
 ) -> str:
-    """One user turn on the store at ``path``; returns the final output."""
-    session = SQLiteSession(session_id, path)
+    """One user turn on the store at ``path`` (through ``session`` when given, which
+    stays open; else a session object of its own); returns the final output."""
+    own = session is None
+    if session is None:
+        session = SQLiteSession(session_id, path)
     try:
         result = await Runner.run(
             conversation_agent(model or ScriptedModel(record=False)),
@@ -121,7 +128,8 @@ async def run_turn(
             run_config=run_config(),
         )
     finally:
-        session.close()
+        if own:
+            session.close()
     return str(result.final_output)
 
 
@@ -163,10 +171,18 @@ class TurnTiming:
     collector: tuple[Timing, Timing] | None = None
     #: In-process turns only: installed with ``guard=True``.
     guarded: Timing | None = None
+    #: In-process turns only: installed, through a new session object (a full read).
+    new_session: Timing | None = None
 
     @property
     def speedup(self) -> float:
         return self.plain.median / self.installed.median
+
+    @property
+    def new_session_speedup(self) -> float | None:
+        if self.new_session is None:
+            return None
+        return self.plain.median / self.new_session.median
 
     @property
     def guard_cost(self) -> float | None:
@@ -232,33 +248,56 @@ def quiet_guard() -> Iterator[None]:
         logger.disabled = disabled
 
 
+#: The in-process modes: the SDK, install(), install() through a new session object
+#: each turn, and install(guard=True).
+MODES = ("plain", "installed", "new session", "guarded")
+
+
+def _time_turn(store: str, mode: str, round_: int) -> float:
+    """One timed turn in ``mode``. The conversation keeps one session object, as the
+    SDK's examples do; with install() it first runs an untimed turn on it, so the timed
+    one reads only what is new, as every turn after a conversation's first does. The
+    SDK keeps nothing between reads: its turn is the same either way."""
+    accelerator.uninstall()
+    if mode != "plain":
+        accelerator.install(guard=mode == "guarded")
+    session = None if mode == "new session" else SQLiteSession(SESSION_ID, store)
+    try:
+        if mode in ("installed", "guarded"):
+            warm = ScriptedModel(record=False, id_prefix=f"{mode}-warm{round_}_")
+            asyncio.run(run_turn(store, "Lima", warm, session=session))
+        # Ids of its own: the turns of every mode add to one session.
+        model = ScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
+        gc.collect()  # every sample starts from the same collector state
+        with quiet_guard():
+            start = time.perf_counter()
+            asyncio.run(run_turn(store, f"Paris and Rome, round {round_}", model, session=session))
+            return time.perf_counter() - start
+    finally:
+        if session is not None:
+            session.close()
+
+
+def _median_timing(values: list[float]) -> Timing:
+    return Timing(statistics.median(values), tuple(values), 1)
+
+
 def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTiming:
-    samples: dict[str, list[float]] = {"plain": [], "installed": [], "guarded": []}
+    samples: dict[str, list[float]] = {mode: [] for mode in MODES}
     for round_ in range(repeat):
         for mode, values in samples.items():
             progress.write(f"  turn {round_ + 1}/{repeat} {mode}")
             progress.flush()
-            accelerator.uninstall()
-            if mode != "plain":
-                accelerator.install(guard=mode == "guarded")
-            # Ids of its own: the turns of every mode add to one session.
-            model = ScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
-            gc.collect()  # every sample starts from the same collector state
-            with quiet_guard():
-                start = time.perf_counter()
-                asyncio.run(run_turn(store, f"Paris and Rome, round {round_}", model))
-                values.append(time.perf_counter() - start)
+            values.append(_time_turn(store, mode, round_))
             progress.write(f" {format_seconds(values[-1])}\n")
     accelerator.uninstall()
 
-    def timing(values: list[float]) -> Timing:
-        return Timing(statistics.median(values), tuple(values), 1)
-
     return TurnTiming(
         size,
-        timing(samples["plain"]),
-        timing(samples["installed"]),
-        guarded=timing(samples["guarded"]),
+        _median_timing(samples["plain"]),
+        _median_timing(samples["installed"]),
+        guarded=_median_timing(samples["guarded"]),
+        new_session=_median_timing(samples["new session"]),
     )
 
 
@@ -337,14 +376,11 @@ def time_first_turns(
             collecting[mode].append(in_gc)
             progress.write(f" {format_seconds(elapsed)}\n")
 
-    def timing(values: list[float]) -> Timing:
-        return Timing(statistics.median(values), tuple(values), 1)
-
     return TurnTiming(
         size,
-        timing(samples["plain"]),
-        timing(samples["installed"]),
-        (timing(collecting["plain"]), timing(collecting["installed"])),
+        _median_timing(samples["plain"]),
+        _median_timing(samples["installed"]),
+        (_median_timing(collecting["plain"]), _median_timing(collecting["installed"])),
     )
 
 
@@ -383,18 +419,23 @@ def run_benchmark(
 
 def _turn_lines(title: str, turns: list[TurnTiming]) -> list[str]:
     guarded = any(turn.guarded is not None for turn in turns)
-    extra = f"  {'with guard':>10}  {'guard cost':>10}" if guarded else ""
+    fresh = any(turn.new_session is not None for turn in turns)
+    extra = f"  {'new session':>11}  {'speedup':>7}" if fresh else ""
+    extra += f"  {'with guard':>10}  {'guard cost':>10}" if guarded else ""
     lines = [
         title,
         f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}{extra}",
     ]
     for turn in turns:
-        guard = ""
+        more = ""
+        if turn.new_session is not None and turn.new_session_speedup is not None:
+            more += f"  {format_seconds(turn.new_session.median):>11}"
+            more += f"  {turn.new_session_speedup:>6.1f}x"
         if turn.guarded is not None and turn.guard_cost is not None:
-            guard = f"  {format_seconds(turn.guarded.median):>10}  {turn.guard_cost:>+9.1%}"
+            more += f"  {format_seconds(turn.guarded.median):>10}  {turn.guard_cost:>+9.1%}"
         lines.append(
             f"{size_label(turn.size):>8}  {format_seconds(turn.plain.median):>10}  "
-            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{guard}"
+            f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{more}"
         )
     return lines
 
@@ -407,7 +448,10 @@ def render(result: SdkBenchResult) -> str:
         "",
         "SDK conversation turn: Runner.run, SQLite session file, session_input_callback,",
         "one reasoning item + 2 function calls, then an answer; plain SDK against",
-        "histcore.openai_agents.install() (and install(guard=True))",
+        "histcore.openai_agents.install() (and install(guard=True)). In one process the",
+        "conversation keeps its session object across turns (installed, a turn reads",
+        "only the rows added since the last); 'new session' opens one for the turn",
+        "(a full read).",
         "",
     ]
     lines += _turn_lines("in one process (the process has run turns before):", result.turns)
@@ -429,6 +473,9 @@ def _turn_json(turn: TurnTiming) -> dict[str, Any]:
     if turn.guarded is not None:
         data["guarded"] = turn.guarded.to_json()
         data["guard_cost"] = turn.guard_cost
+    if turn.new_session is not None:
+        data["new_session"] = turn.new_session.to_json()
+        data["new_session_speedup"] = turn.new_session_speedup
     return data
 
 
