@@ -450,8 +450,6 @@ impl<'a> Checker<'a> {
     }
 }
 
-// --- repair --------------------------------------------------------------------------
-
 /// A union-find forest over positions (path halving; the smaller position is the root).
 struct Forest(Vec<u32>);
 
@@ -908,8 +906,6 @@ mod tests {
         );
         assert_eq!(repair(&items, &Required::default(), ID_COUNT), [4]);
     }
-
-    // --- the incremental rounds against the pure twin's loop ----------------------------
 
     /// The pure twin's `repair_input` loop, literally.
     fn rounds(items: &[Facts], required: &Required) -> (Vec<usize>, usize) {

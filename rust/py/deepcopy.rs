@@ -126,9 +126,9 @@ fn copy_dict<'py>(
     let py = value.py();
     // SAFETY: the callers checked `value` is an exact `dict`.
     let copy = unsafe { value.cast_unchecked::<PyDict>() }.copy()?;
-    // Only the private copy's values change, which `PyDict_Next` allows; `member`'s code could
-    // reach the copy only through `gc`.
-    let mut pairs = dict::items(&copy);
+    // SAFETY: pairs are owned before `member` runs code; only the private copy's values change,
+    // which `PyDict_Next` allows (`member`'s code could reach the copy only through `gc`).
+    let mut pairs = unsafe { dict::items(&copy) };
     while let Some((key, value)) = pairs.next_pair() {
         if scalar_keys && !is_shared_ptr(key.as_ptr()) {
             return Ok(None);
@@ -136,7 +136,6 @@ fn copy_dict<'py>(
         if is_shared_ptr(value.as_ptr()) {
             continue;
         }
-        // Owned before `member` runs any code that could change the copy.
         let (original, key) = (value.to_owned(), key.to_owned());
         let Some(replacement) = member(&original)? else {
             return Ok(None);

@@ -4,15 +4,16 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The (key, value) pairs of a dict (or subclass), in order, each borrowed until the next
-/// step: take owned references before running Python code that could change the dict.
+/// The (key, value) pairs of a dict (or subclass), in order, each borrowed until the next step.
 pub struct Items<'a, 'py> {
     dict: &'a Bound<'py, PyDict>,
     position: ffi::Py_ssize_t,
 }
 
+/// # Safety
+/// While a pair is held, no Python code may run that could change `dict` (own it first).
 #[inline]
-pub fn items<'a, 'py>(dict: &'a Bound<'py, PyDict>) -> Items<'a, 'py> {
+pub unsafe fn items<'a, 'py>(dict: &'a Bound<'py, PyDict>) -> Items<'a, 'py> {
     Items { dict, position: 0 }
 }
 
@@ -22,9 +23,8 @@ impl<'py> Items<'_, 'py> {
         let py = self.dict.py();
         let mut key = std::ptr::null_mut();
         let mut value = std::ptr::null_mut();
-        // SAFETY: GIL held, `dict` alive; `PyDict_Next` bounds-checks `position` on every call and
-        // yields non-NULL borrowed references, valid while the dict is unchanged: the borrow of
-        // `self` ends at the next step, and callers own them (`to_owned`) before running code.
+        // SAFETY: GIL held, `dict` alive; `PyDict_Next` bounds-checks `position` and yields
+        // borrowed references, valid while the dict is unchanged (the contract of `items`).
         unsafe {
             if ffi::PyDict_Next(
                 self.dict.as_ptr(),

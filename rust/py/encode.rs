@@ -276,7 +276,8 @@ impl<'py> Encoder<'py> {
             }
             Ok(())
         };
-        let mut pairs = dict::items(value);
+        // SAFETY: each pair is owned at once, before any code runs.
+        let mut pairs = unsafe { dict::items(value) };
         while let Some((key, member)) = pairs.next_pair() {
             push(key.to_owned(), member.to_owned())?;
         }

@@ -274,7 +274,8 @@ impl<'py> SortedJson<'py> {
         skip: &[Text<'py>],
         entries: &mut Vec<Entry<'py>>,
     ) -> bool {
-        let mut pairs = dict::items(value);
+        // SAFETY: no Python code runs in the walk (exact str keys, owned members).
+        let mut pairs = unsafe { dict::items(value) };
         while let Some((key, member)) = pairs.next_pair() {
             if !key.is_exact_instance_of::<PyString>() {
                 return false;

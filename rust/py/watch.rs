@@ -76,7 +76,8 @@ fn members<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
 
 /// Whether `dict` holds exactly `expected`'s keys and values, interleaved, by identity.
 fn same_dict_members(dict: &Bound<'_, PyDict>, expected: &[Py<PyAny>]) -> bool {
-    let mut pairs = dict::items(dict);
+    // SAFETY: pairs are compared by address only.
+    let mut pairs = unsafe { dict::items(dict) };
     expected.chunks_exact(2).all(|pair| {
         pairs.next_pair().is_some_and(|(key, member)| {
             key.as_ptr() == pair[0].as_ptr() && member.as_ptr() == pair[1].as_ptr()
