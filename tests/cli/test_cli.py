@@ -547,6 +547,23 @@ def test_report_numbers_skipped_reference_footnotes_once() -> None:
     assert text.count(note) == 1
 
 
+def test_a_function_without_an_sdk_helper_says_so_at_every_size() -> None:
+    pytest.importorskip("agents")
+    settings = Settings(
+        sizes=(10, 100),
+        operations=("input_problems",),
+        backends=("python",),
+        repeat=1,
+    )
+    result = engine.run_suite(settings)
+    assert result.cases
+    for case in result.cases:
+        assert "sdk" not in case.timings
+        assert case.notes == ["the SDK has no such helper"]
+    text = render(result, Environment.current("release", "0.0"))
+    assert "quadratic" not in text
+
+
 # --- entry points ---------------------------------------------------------------------------
 
 

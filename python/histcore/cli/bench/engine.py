@@ -465,6 +465,8 @@ def _run_case(
     if reference is not None:
         if _reference_runs(operation, case.shape, case.size):
             implementations.append("sdk")
+        elif operation.reference is None:
+            result.notes.append("the SDK has no such helper")
         else:
             result.notes.append(
                 f"SDK not run above {QUADRATIC_REFERENCE_LIMIT} items on {case.shape}: "
