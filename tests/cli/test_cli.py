@@ -131,7 +131,7 @@ def test_bench_prints_progress_header_and_table(
     header = next(line for line in out.splitlines() if line.startswith("function"))
     for column in ("size", "rust", "pure", "SDK", "SDK/rust", "rust ns/item"):
         assert column in header
-    # The internal performance targets are shown only on request (--targets).
+    # No internal performance targets (they live in benches/targets.py).
     assert "target" not in out
     assert "MISS" not in out
     assert max(map(len, out.splitlines())) <= 120
