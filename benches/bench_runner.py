@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 import histcore.runner.run
+import histcore.runner.run_input
 import histcore.runner.run_state
 from histcore import Agent, Runner, RunState, function_tool
 from histcore.items import deduplicate_input_items_preferring_latest, repair_input
@@ -180,7 +181,7 @@ def _overhead_shares(
     scenario: Scenario, run: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, rounds: int
 ) -> list[tuple[float, float, float, float]]:
     clock = _Clock()
-    for module in (histcore.runner.run, histcore.runner.run_state):
+    for module in (histcore.runner.run, histcore.runner.run_input, histcore.runner.run_state):
         for name in ("deep_copy_items", "deduplicate_input_items_preferring_latest"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, clock.engine_call(getattr(module, name)))
@@ -251,7 +252,7 @@ def test_resume_copies_the_history_once(
         return real(items)
 
     monkeypatch.setattr(histcore.runner.run_state, "deep_copy_items", counting)
-    monkeypatch.setattr(histcore.runner.run, "deep_copy_items", counting)
+    monkeypatch.setattr(histcore.runner.run_input, "deep_copy_items", counting)
     state = scenario.state
     scenario.model.calls.clear()
     # Four turns after the resumed one: the copies must not grow with them.
