@@ -157,7 +157,11 @@ def test_toggling_install_while_sessions_are_prepared() -> None:
         async def main() -> None:
             session = await fresh()
             deadline = time.monotonic() + PREPARE_SECONDS
-            while time.monotonic() < deadline:
+            done = 0
+            # At least five calls per thread, however slow the engine (the pure twin on
+            # a loaded machine made three in all before the deadline).
+            while time.monotonic() < deadline or done < 5:
+                done += 1
                 try:
                     if await prepare(session) != expected:
                         differing.append(calls[0])
@@ -169,6 +173,5 @@ def test_toggling_install_while_sessions_are_prepared() -> None:
         asyncio.run(main())
 
     while_toggling([prepare_repeatedly, prepare_repeatedly])
-    assert calls[0] >= 10
     assert errors == [], f"{len(errors)} of {calls[0]} calls failed, the first: {errors[0]!r}"
     assert differing == []
