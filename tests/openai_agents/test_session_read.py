@@ -20,7 +20,7 @@ from agents import SQLiteSession
 from agents.memory import SessionSettings
 
 import histcore.openai_agents as accelerator
-from histcore.openai_agents import _session_read
+from tests.support.session_read import decode_calls
 from tests.support.strategies import json_values
 
 # Rows another writer (or an older release) may have left: JSON orjson refuses or reads
@@ -78,18 +78,6 @@ def read(path: str, limit: int | None = None, settings: Any = None) -> Any:
         return ("returned", repr(asyncio.run(items())))
     except Exception as exc:
         return ("raised", type(exc), str(exc))
-
-
-def decode_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = _session_read.decode_rows
-
-    def counted(rows: list[Any], json_module: Any) -> list[Any]:
-        calls.append(len(rows))
-        return real(rows, json_module)
-
-    monkeypatch.setattr(_session_read, "decode_rows", counted)
-    return calls
 
 
 def test_odd_rows_read_back_as_the_sdk_reads_them(

@@ -36,6 +36,7 @@ import histcore.openai_agents as accelerator
 from histcore.openai_agents import _session_read
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
 from histcore.sessions._sqlite_schema import note_rewrite
+from tests.support.session_read import decode_calls
 from tests.support.strategies import json_values
 
 # Sessions hold any JSON value here, not only the SDK's typed input items.
@@ -374,18 +375,6 @@ def test_memory_reads_equal_the_sdks(ops: list[Any]) -> None:
 
 
 # --- the cache is used, and its detection matters --------------------------------------
-
-
-def decode_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = _session_read.decode_rows
-
-    def counted(rows: list[Any], json_module: Any) -> list[Any]:
-        calls.append(len(rows))
-        return real(rows, json_module)
-
-    monkeypatch.setattr(_session_read, "decode_rows", counted)
-    return calls
 
 
 def test_only_new_rows_are_decoded(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

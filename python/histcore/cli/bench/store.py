@@ -97,7 +97,6 @@ def _not_applicable(args: argparse.Namespace) -> list[str]:
         ("--huge", bool(getattr(args, "huge", False))),
         ("--functions", tuple(getattr(args, "functions", ())) not in ((), tuple(OPERATIONS))),
         ("--backend", getattr(args, "backend", "both") != "both"),
-        ("--targets", bool(getattr(args, "targets", False))),
         ("--plot", bool(getattr(args, "plot", None))),
     ]
     return [flag for flag, present in given if present]
