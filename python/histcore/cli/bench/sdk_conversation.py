@@ -207,8 +207,6 @@ class SdkBenchResult:
 def _check_turn_pair(store: str, workdir: str, message: str) -> None:
     plain_path = os.path.join(workdir, "plain.db")
     fast_path = os.path.join(workdir, "installed.db")
-    shutil.copyfile(store, plain_path)
-    shutil.copyfile(store, fast_path)
     guarded_path = os.path.join(workdir, "guarded.db")
     for path in (plain_path, fast_path, guarded_path):
         shutil.copyfile(store, path)
