@@ -24,7 +24,17 @@ pytest.importorskip(
     "agents", reason="openai-agents is not installed (pip install .[openai-agents])"
 )
 
-from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    SQLiteSession,
+    function_tool,
+    output_guardrail,
+)
+from agents.exceptions import OutputGuardrailTripwireTriggered
 from agents.memory import SessionSettings
 from agents.run_config import CallModelData, ModelInputData
 from hypothesis import HealthCheck, given, settings
@@ -332,6 +342,7 @@ def test_approval_interruption_and_resume(tmp_path: Path) -> None:
             state.approve(interruption)
         resumed = await Runner.run(agent, state, session=session)
         assert resumed.final_output
+        session.close()
 
     with accelerator.installed(guard=True) as installation:
         asyncio.run(main())
@@ -339,6 +350,66 @@ def test_approval_interruption_and_resume(tmp_path: Path) -> None:
         assert installation.guard.checked == len(model.inputs) >= 2
     for items in model_inputs(model):
         assert input_problems(items) == [], items
+
+
+@output_guardrail
+async def refuse_every_answer(
+    context: RunContextWrapper[Any], agent: Agent[Any], answer: Any
+) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(output_info="refused", tripwire_triggered=True)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_approval_with_an_output_guardrail(streamed: bool, tmp_path: Path) -> None:
+    """The shape of openai-agents-python #4827: the store holds an approved tool's output
+    without its call; the next run waits for another approval, its resume ends in a
+    tripped output guardrail, and the conversation goes on (to the next approval)."""
+
+    @function_tool(needs_approval=True)
+    def delete_file(name: str) -> str:
+        return f"deleted {name}"
+
+    model = ScriptedModel(tool_name="delete_file", argument="name", placeholder_every=0)
+    stored = [*clean_start(), user("delete notes.txt"), output("approved_call")]
+
+    async def run(agent: Agent[Any], given: Any, session: SQLiteSession) -> Any:
+        if not streamed:
+            return await Runner.run(agent, given, session=session)
+        result = Runner.run_streamed(agent, given, session=session)
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    async def main() -> list[Any]:
+        session = SQLiteSession("s", tmp_path / "db")
+        await session.add_items(stored)
+        agent = Agent(
+            name="a", model=model, tools=[delete_file], output_guardrails=[refuse_every_answer]
+        )
+        try:
+            result = await run(agent, "then delete old.txt", session)
+            assert result.interruptions, "the tool should wait for approval"
+            state = result.to_state()
+            for interruption in result.interruptions:
+                state.approve(interruption)
+            with pytest.raises(OutputGuardrailTripwireTriggered):
+                await run(agent, state, session)
+            assert (await run(agent, "and now?", session)).interruptions
+            return await session.get_items()
+        finally:
+            session.close()
+
+    with accelerator.installed(guard=True) as installation:
+        after = asyncio.run(main())
+        assert installation.guard is not None
+        assert installation.guard.checked == len(model.inputs) >= 3
+        assert installation.guard.repaired == len(model.inputs)
+    assert after[: len(stored)] == stored, "the guard wrote to the store"
+    asked = ["hi", "delete notes.txt", "then delete old.txt", "and now?"]
+    for items in model_inputs(model):
+        assert input_problems(items) == [], items
+        assert user_texts(items) == asked[: len(user_texts(items))]
+    assert user_texts(model_inputs(model)[-1]) == asked
 
 
 def test_server_managed_outputs_are_kept(tmp_path: Path) -> None:
