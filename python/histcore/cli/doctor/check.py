@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from histcore.cli.doctor.diagnose import Findings, analyse
-from histcore.cli.doctor.read import DoctorError, Row, SQLiteStore, Store, StoreLocked, Tables
+from histcore.cli.doctor.read import (
+    DoctorError,
+    Row,
+    RowChanges,
+    SQLiteStore,
+    Store,
+    StoreLocked,
+    Tables,
+)
 from histcore.cli.doctor.repair import Repair, plan_repair, repaired_rows
 
 __all__ = [
@@ -285,9 +293,8 @@ def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> No
 def _repair(store: Store, plan: _Planned) -> None:
     entry = plan.entry
     repair = plan.repair
-    if not store.repair(
-        entry.session_id, plan.rows, repair.updates, repair.deletions, plan.predicted
-    ):
+    changes = RowChanges(plan.rows, repair.updates, repair.deletions, plan.predicted)
+    if not store.repair(entry.session_id, changes):
         entry.fix, entry.repair, entry.after = "skipped", None, None
         entry.reason = (
             "its rows changed while the doctor ran (a live writer): left untouched, "

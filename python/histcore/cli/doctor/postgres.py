@@ -26,6 +26,7 @@ from typing import Any
 from histcore.cli.doctor.read import (
     DoctorError,
     Row,
+    RowChanges,
     StoreLocked,
     Tables,
     backup_stamp,
@@ -232,28 +233,21 @@ class PostgresStore:
         with self._errors(), self._conn.transaction():
             yield
 
-    def repair(
-        self,
-        session_id: str,
-        expected: Sequence[Row],
-        updates: Sequence[tuple[int, int, Any]],
-        deletions: Sequence[int],
-        predicted: Sequence[Row],
-    ) -> bool:
+    def repair(self, session_id: str, changes: RowChanges) -> bool:
         messages, sessions = self._tables.messages, self._tables.sessions
         with self._errors():
             # The lock every writer of the session takes first: held to the commit.
             self._execute(
                 f"SELECT 1 FROM {sessions} WHERE session_id = %s FOR UPDATE", (session_id,)
             )
-            if self._stored(session_id) != stored_form(expected):
+            if self._stored(session_id) != stored_form(changes.expected):
                 return False
             copied = (
                 "message_data = src.message_data"
                 if self._sdk_layout
                 else "message_text = src.message_text, message_data = src.message_data"
             )
-            for row_id, source_id, _ in updates:
+            for row_id, source_id, _ in changes.updates:
                 self._execute(
                     f"UPDATE {messages} AS dst SET {copied} FROM {messages} AS src "
                     "WHERE dst.id = %s AND dst.session_id = %s AND src.id = %s",
@@ -261,14 +255,14 @@ class PostgresStore:
                 )
             self._execute(
                 f"DELETE FROM {messages} WHERE session_id = %s AND id = ANY(%s)",
-                (session_id, list(deletions)),
+                (session_id, list(changes.deletions)),
             )
             if not self._sdk_layout:
                 self._execute(
                     f"UPDATE {sessions} SET generation = txid_current() WHERE session_id = %s",
                     (session_id,),
                 )
-            if self._stored(session_id) != stored_form(predicted):
+            if self._stored(session_id) != stored_form(changes.predicted):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "
                     "planned; nothing of this transaction was changed"

@@ -30,6 +30,7 @@ __all__ = [
     "SESSIONS_TABLE",
     "DoctorError",
     "Row",
+    "RowChanges",
     "SQLiteStore",
     "Store",
     "StoreLocked",
@@ -84,6 +85,18 @@ class Row:
     valid: bool
     #: why the row is not valid JSON (not UTF-8, not JSON, nested too deeply, NULL, ...)
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class RowChanges:
+    """One session's repair as a store applies it: while the session still holds
+    ``expected``, give each ``(row id, source row id, source data)`` of ``updates`` its
+    source's data and delete ``deletions``; the session then reads as ``predicted``."""
+
+    expected: Sequence[Row]
+    updates: Sequence[tuple[int, int, Any]]
+    deletions: Sequence[int]
+    predicted: Sequence[Row]
 
 
 def stored_form(rows: Sequence[Row]) -> list[tuple[int, Any]]:
@@ -143,18 +156,10 @@ class Store(Protocol):
         """A write transaction: committed when the block ends, rolled back on an error."""
         ...
 
-    def repair(
-        self,
-        session_id: str,
-        expected: Sequence[Row],
-        updates: Sequence[tuple[int, int, Any]],
-        deletions: Sequence[int],
-        predicted: Sequence[Row],
-    ) -> bool:
-        """Inside ``transaction()``: when the session still holds ``expected``, give
-        each ``(row id, source row id, source data)`` row its source's data, delete
-        ``deletions`` and check the session now reads as ``predicted`` (DoctorError if
-        not). False, and nothing changed, when the session changed since it was read."""
+    def repair(self, session_id: str, changes: RowChanges) -> bool:
+        """Inside ``transaction()``: apply ``changes`` when the session still holds their
+        ``expected`` rows and check it then reads as ``predicted`` (DoctorError if not).
+        False, and nothing changed, when the session changed since it was read."""
         ...
 
     def close(self) -> None: ...
@@ -395,16 +400,10 @@ class SQLiteStore:
         # (every 100 ms at worst), and transactions back to back would leave it no gap.
         time.sleep(min(time.monotonic() - started, _MAX_PAUSE))
 
-    def repair(
-        self,
-        session_id: str,
-        expected: Sequence[Row],
-        updates: Sequence[tuple[int, int, Any]],
-        deletions: Sequence[int],
-        predicted: Sequence[Row],
-    ) -> bool:
+    def repair(self, session_id: str, changes: RowChanges) -> bool:
+        updates, deletions = changes.updates, changes.deletions
         with self._errors():
-            if self._stored(session_id) != stored_form(expected):
+            if self._stored(session_id) != stored_form(changes.expected):
                 return False
             if not self._linked.still_one_branch(self._conn, session_id):
                 return False
@@ -422,7 +421,7 @@ class SQLiteStore:
                 # Sessions that cache the history notice appends and removals, not
                 # a row rewritten in place: this tells them.
                 note_rewrite(self._conn, messages, session_id)
-            if self._stored(session_id) != stored_form(predicted):
+            if self._stored(session_id) != stored_form(changes.predicted):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "
                     "planned; nothing of this transaction was changed"
