@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,7 @@ def test_a_session_written_to_and_not_read_holds_little_of_it(tmp_path: Path) ->
     items = 40_000
     result = measure("sqlite", tmp_path / "s.db", items, calls=100)
     assert result["retained"] <= 600 * items, result  # 24 MB
-    with sqlite3.connect(tmp_path / "s.db") as conn:
+    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
         assert conn.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == items
 
 
@@ -161,7 +162,7 @@ async def test_a_refused_item_in_a_later_chunk_writes_nothing(tmp_path: Path) ->
         with pytest.raises(TypeError, match=r"items\[9000\]"):
             await session.add_items(batch)
         assert await session.get_items() == before
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn:
             assert conn.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == 3
         # The session goes on as before.
         await session.add_items(small(2, start=100))
@@ -231,6 +232,6 @@ async def test_rows_removed_by_another_connection_before_the_read_back(tmp_path:
     with SQLiteSession("s", path) as session:
         await session.get_items()
         await session.add_items(history)  # too much to keep: read back by the next read
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn, conn:  # closed, after the commit
             conn.execute("DELETE FROM agent_messages WHERE id > 2990")
         assert await session.get_items() == history[:2990]
