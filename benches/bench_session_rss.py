@@ -1,16 +1,19 @@
-"""Resident memory (RSS) of session writes, reads and preparation: histcore and the SDK.
+"""Resident memory (RSS) of session writes, reads, preparation and an SDK turn: histcore
+and the SDK.
 
 Each measurement runs ``benches/session_rss.py`` in a fresh process (see its docstring
 for the operations and what ``peak`` and ``retained`` mean) and prints one line per
-operation and size: histcore's and the SDK's peak and retained RSS. RSS, unlike
+operation and size: histcore's and the SDK's peak and retained RSS (for a turn, the SDK
+with and without ``histcore.openai_agents.install()``). RSS, unlike
 tracemalloc, counts the Rust engine's, orjson's and SQLite's allocations.
 
 Sizes: a smoke run (``--benchmark-disable``, the project default, as in CI) measures
 10^3 items only, to check that every measurement runs; ``HISTCORE_BENCH_LARGE=1`` or
 ``--benchmark-enable`` measures 10^5, and ``HISTCORE_BENCH_HUGE=1`` adds 10^6 (several
 GB for the SDK's write, minutes in all). From 10^5 items on, the targets are checked:
-a write's peak within 1.5x the SDK's, and what a session written to in many calls
-holds within 2x the SDK's (each with a few MB of slack for the fixed costs).
+a write's peak within 1.5x the SDK's, what a session written to in many calls holds
+within 2x the SDK's, and an installed turn's peak within the plain SDK's (each with a
+few MB of slack for the fixed costs).
 """
 
 from __future__ import annotations
@@ -28,13 +31,13 @@ SCRIPT = Path(__file__).with_name("session_rss.py")
 SMOKE_SIZES = (1_000,)
 LARGE_SIZES = (100_000,)
 HUGE_SIZE = 1_000_000
-OPERATIONS = ("write", "write-many", "read", "prepare")
+OPERATIONS = ("write", "write-many", "read", "prepare", "turn")
 # Calls of the write-many measurement (items / calls each).
 CALLS = 200
 # Targets, checked from CHECKED_FROM items: histcore's figure at most RATIO times the
 # SDK's, plus SLACK bytes (fixed costs that do not grow with the history).
 CHECKED_FROM = 100_000
-TARGETS = {("write", "peak"): 1.5, ("write-many", "retained"): 2.0}
+TARGETS = {("write", "peak"): 1.5, ("write-many", "retained"): 2.0, ("turn", "peak"): 1.0}
 SLACK = 8 << 20
 
 
@@ -111,13 +114,14 @@ def test_session_rss_vs_sdk(
     args = ["--op", rss_operation, "--items", str(rss_size)]
     if rss_operation == "write-many":
         args += ["--calls", str(min(CALLS, rss_size))]
-    if rss_operation in ("read", "prepare"):
+    if rss_operation in ("read", "prepare", "turn"):
         args += ["--db", str(histories.path(rss_size))]
-    ours = _measure("--impl", "histcore", *args)
+    label = "installed" if rss_operation == "turn" else "histcore"
+    ours = _measure("--impl", label, *args)
     theirs = _measure("--impl", "sdk", *args)
     print(
         f"\nRSS, {rss_operation}, {rss_size} items: "
-        f"histcore peak {_mb(ours['peak'])}, retained {_mb(ours['retained'])}, "
+        f"{label} peak {_mb(ours['peak'])}, retained {_mb(ours['retained'])}, "
         f"{ours['seconds']:.2f} s; sdk peak {_mb(theirs['peak'])}, "
         f"retained {_mb(theirs['retained'])}, {theirs['seconds']:.2f} s"
     )

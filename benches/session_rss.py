@@ -27,7 +27,11 @@ the OpenAI Agents SDK's ``agents.memory.SQLiteSession``):
 * ``read``: ``get_items()`` of the history in ``--db`` by a new session;
 * ``prepare``: ``prepare_input_with_session`` of one new user message with the history
   in ``--db`` (the SDK's ``agents.run_internal.session_persistence`` version for
-  ``sdk``); nothing is persisted by it.
+  ``sdk``); nothing is persisted by it;
+* ``turn`` (``--impl sdk`` or ``installed``, the SDK with
+  ``histcore.openai_agents.install()``): one ``Runner.run`` of an SDK agent on a copy of
+  the history in ``--db``, in the SDK's ``SQLiteSession``: a scripted model calls a
+  tool, then answers (``histcore.openai_agents.testing.ScriptedModel``).
 
 ``--db`` for ``read`` and ``prepare``: a file holding the history (``--make-db`` writes
 one with ``--items`` generated items, in the SDK's tables, session ``bench``).
@@ -42,6 +46,7 @@ import importlib
 import json
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -50,8 +55,8 @@ from typing import Any
 
 SESSION_ID = "bench"
 NEW_INPUT = "What changed since yesterday?"
-OPERATIONS = ("write", "write-many", "read", "prepare")
-IMPLEMENTATIONS = ("histcore", "sdk")
+OPERATIONS = ("write", "write-many", "read", "prepare", "turn")
+IMPLEMENTATIONS = ("histcore", "sdk", "installed")
 
 
 def _status() -> dict[str, int]:
@@ -87,6 +92,8 @@ def _reset_peak() -> bool:
 
 
 def _classes(impl: str) -> tuple[Any, Any]:
+    if impl == "installed":
+        importlib.import_module("histcore.openai_agents").install()
     if impl == "histcore":
         sessions = importlib.import_module("histcore.sessions")
         return sessions.SQLiteSession, sessions.prepare_input_with_session
@@ -109,13 +116,36 @@ def make_db(path: Path, items: int) -> None:
         asyncio.run(session.add_items(_history(items)))
 
 
+def _turn() -> Any:
+    """One SDK turn on a session: a tool call, then the answer."""
+    agents = importlib.import_module("agents")
+    model = importlib.import_module("histcore.openai_agents.testing").ScriptedModel()
+
+    @agents.function_tool
+    def lookup(city: str) -> str:
+        return f"sunny in {city}"
+
+    agent = agents.Agent(name="bench", model=model, tools=[lookup])
+
+    async def turn(text: str, session: Any, _: Any) -> Any:
+        return await agents.Runner.run(agent, text, session=session)
+
+    return turn
+
+
 def measure(impl: str, op: str, items: int, calls: int, db: Path | None) -> dict[str, Any]:
+    if (op == "turn" and impl == "histcore") or (impl == "installed" and op != "turn"):
+        raise SystemExit("--op turn takes --impl sdk or installed; installed is for turns only")
     session_class, prepare = _classes(impl)
+    if op == "turn":
+        prepare = _turn()
     history = _history(items) if op == "write" else None
     scratch = tempfile.mkdtemp(prefix="session_rss-")
-    path = db if op in ("read", "prepare") else Path(scratch) / "written.db"
+    path = db if op in ("read", "prepare", "turn") else Path(scratch) / "written.db"
     if path is None:
         raise SystemExit(f"--op {op} needs --db")
+    if op == "turn":  # the turn writes to its session: a copy of the history
+        path = Path(shutil.copy(path, Path(scratch) / "turn.db"))
 
     async def run() -> dict[str, Any]:
         session = session_class(SESSION_ID, path)
