@@ -12,9 +12,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 import histcore
-from histcore.engine import items
-from histcore.engine.names import CORE_ONLY_NAMES, ENGINE_NAMES, INTERNAL_NAMES
+from histcore.engine import _support, items
+from histcore.engine.names import (
+    CORE_ONLY_NAMES,
+    ENGINE_NAMES,
+    INTERNAL_NAMES,
+    ITEM_NAMES,
+    SUPPORT_NAMES,
+)
 
 CORE_ONLY = set(CORE_ONLY_NAMES)
 STUB = Path(histcore.__file__).parent / "_core.pyi"
@@ -66,16 +74,31 @@ def test_twin_exports_the_engine_names(pure: ModuleType) -> None:
     assert set(ENGINE_NAMES) <= _public(pure)
 
 
-def test_items_binds_the_engine_names() -> None:
-    """``histcore.engine.items`` binds every engine name but the internal ones, each the
-    loaded backend module's own object."""
-    bound = set(items.__all__) - {"BACKEND", "InputProblem", "input_problems", "repair_input"}
-    assert bound == set(ENGINE_NAMES) - set(INTERNAL_NAMES)
+def test_the_engine_names_are_item_passes_or_support() -> None:
+    assert not set(ITEM_NAMES) & set(SUPPORT_NAMES)
+    assert sorted(ENGINE_NAMES) == sorted([*ITEM_NAMES, *SUPPORT_NAMES])
+
+
+@pytest.mark.parametrize(
+    ("binder", "names", "wrapped"),
+    [
+        (items, ITEM_NAMES, {"BACKEND", "InputProblem", "input_problems", "repair_input"}),
+        (_support, SUPPORT_NAMES, set()),
+    ],
+    ids=["items", "_support"],
+)
+def test_binders_bind_their_engine_names(
+    binder: ModuleType, names: tuple[str, ...], wrapped: set[str]
+) -> None:
+    """``histcore.engine.items`` binds the item passes and ``histcore.engine._support``
+    the rest, but the internal names, each the loaded backend module's own object."""
+    bound = set(binder.__all__) - wrapped
+    assert bound == set(names) - set(INTERNAL_NAMES)
     module = importlib.import_module(
         "histcore._core" if items.BACKEND == "rust" else "histcore.engine.pure"
     )
     for name in bound:
-        assert getattr(items, name) is getattr(module, name), name
+        assert getattr(binder, name) is getattr(module, name), name
 
 
 def test_same_public_names(pure: ModuleType, core: ModuleType) -> None:

@@ -28,6 +28,7 @@ from agents import Agent, RunConfig, Runner, RunState, SQLiteSession, function_t
 from agents.memory import SessionSettings
 from openai.types.responses import ResponseFunctionToolCall
 
+import histcore.engine._support
 import histcore.items
 import histcore.openai_agents as accelerator
 from histcore.cli.bench.sdk_conversation import ScriptedModel, lookup_tool
@@ -195,10 +196,10 @@ def test_runner_results_are_identical_with_install(
     hits = Hits(monkeypatch)
     # Bound at install time: spy before installing.
     hits.spy(
-        histcore.engine.items, "screened_deduplicate", useful=lambda r: r is not NotImplemented
+        histcore.engine._support, "screened_deduplicate", useful=lambda r: r is not NotImplemented
     )
     hits.spy(
-        histcore.engine.items,
+        histcore.engine._support,
         "screened_drop_orphan_function_calls",
         useful=lambda r: r is not NotImplemented,
     )

@@ -352,14 +352,14 @@ def test_latest_value_dedupe_matches_sdk(items: list[Any]) -> None:
 
 def test_dedupe_takes_histcore_path_on_sdk_shaped_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     answered: list[bool] = []
-    screened = replacements.engine_items.screened_deduplicate
+    screened = replacements.engine_support.screened_deduplicate
 
     def spy(items: list[Any], preferring_latest: bool = False, watch: Any = None) -> Any:
         result = screened(items, preferring_latest, watch)
         answered.append(result is not NotImplemented)
         return result
 
-    monkeypatch.setattr(replacements.engine_items, "screened_deduplicate", spy)
+    monkeypatch.setattr(replacements.engine_support, "screened_deduplicate", spy)
     replaced = replacements.make_deduplicate(
         sdk_items.deduplicate_input_items_preferring_latest, True
     )

@@ -5,9 +5,10 @@ Items are JSON-like dicts or objects with ``model_dump()`` (read as
 ``deep_copy_items`` and ``plain_json_copy`` the returned lists hold the very same
 objects as the input.
 
-The names are those of ``histcore.engine.names.ENGINE_NAMES`` (but its
+The names are those of ``histcore.engine.names.ITEM_NAMES`` (but its
 ``INTERNAL_NAMES``), bound here one by one so that type checkers see each;
-``tests/engine/test_backend.py`` checks that they are exactly that list.
+``tests/engine/test_parity.py`` checks that they are exactly that list. What only the
+SDK drop-in and the session codec use is bound in ``histcore.engine._support``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from histcore.engine.backend import backend_module
 from histcore.engine.input_rules import InputProblem as InputProblem
 from histcore.engine.input_rules import input_problems as input_problems
 from histcore.engine.input_rules import repair_input as repair_input
-from histcore.engine.names import ENGINE_NAMES, INTERNAL_NAMES
+from histcore.engine.names import INTERNAL_NAMES, ITEM_NAMES
 
 dedupe_key = backend_module.dedupe_key
 dedupe_keys = backend_module.dedupe_keys
@@ -29,17 +30,7 @@ content_keys = backend_module.content_keys
 drop_orphan_function_calls = backend_module.drop_orphan_function_calls
 deep_copy_items = backend_module.deep_copy_items
 plain_json_copy = backend_module.plain_json_copy
-decode_rows = backend_module.decode_rows
 classify_callback_output = backend_module.classify_callback_output
-sorted_json_text = backend_module.sorted_json_text
-screened_dedupe_key = backend_module.screened_dedupe_key
-screened_deduplicate = backend_module.screened_deduplicate
-shallow_dict_copies = backend_module.shallow_dict_copies
-dict_sorted_json_texts = backend_module.dict_sorted_json_texts
-screened_drop_orphan_function_calls = backend_module.screened_drop_orphan_function_calls
-NameWatch = backend_module.NameWatch
-DictText = backend_module.DictText
-ScreenedKey = backend_module.ScreenedKey
 MAX_DEPTH: int = backend_module.MAX_DEPTH
 
 __all__ = [
@@ -47,5 +38,5 @@ __all__ = [
     "InputProblem",
     "input_problems",
     "repair_input",
-    *(name for name in ENGINE_NAMES if name not in INTERNAL_NAMES),
+    *(name for name in ITEM_NAMES if name not in INTERNAL_NAMES),
 ]

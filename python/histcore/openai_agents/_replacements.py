@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, cast
 
+from histcore.engine import _support as engine_support
 from histcore.engine import items as engine_items
 from histcore.engine.collector import paused_for
 from histcore.engine.exact_json import loads_like_stdlib
@@ -94,7 +95,7 @@ def make_dedupe_key(
     """The engine's ``ScreenedKey``: one call into the engine per item, which checks the
     watch and screens the item itself, and calls ``original`` where it cannot answer."""
     check = None if watch is None else watch.check
-    key = dressed_as(original, engine_items.ScreenedKey(original, check), original)
+    key = dressed_as(original, engine_support.ScreenedKey(original, check), original)
     return cast("Callable[[Any], str | None]", key)
 
 
@@ -104,7 +105,7 @@ def make_deduplicate(
     watch: Watch | None = None,
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """A dedupe (first-wins, or latest-value) running the engine's on lists it screens."""
-    screened = engine_items.screened_deduplicate
+    screened = engine_support.screened_deduplicate
     check = None if watch is None else watch.check
 
     @named_after(original)
@@ -123,7 +124,7 @@ def make_deduplicate(
 def make_drop_orphan_function_calls(
     original: Callable[..., list[Any]], watch: Watch | None = None
 ) -> Callable[..., list[Any]]:
-    screened = engine_items.screened_drop_orphan_function_calls
+    screened = engine_support.screened_drop_orphan_function_calls
     check = None if watch is None else watch.check
 
     @named_after(original)
@@ -181,7 +182,7 @@ def make_fingerprint_input_item(
     if write is None or engine_items.BACKEND != "rust":
         return fingerprint_input_item
     check = None if watch is None else watch.check
-    in_engine = engine_items.DictText(fingerprint_input_item, skip, skip_ids, check)
+    in_engine = engine_support.DictText(fingerprint_input_item, skip, skip_ids, check)
     return cast(
         "Callable[..., str | None]", dressed_as(original, in_engine, fingerprint_input_item)
     )
@@ -218,7 +219,7 @@ def plain_copies(items: Any, without: frozenset[str] = frozenset()) -> list[Any]
     of which holds a key in ``without``; else None. One engine pass, collector paused
     unless the list is short (the copies are new containers, not cycles)."""
     with paused_for(items):
-        copies = engine_items.shallow_dict_copies(items, tuple(without))
+        copies = engine_support.shallow_dict_copies(items, tuple(without))
     return None if copies is NotImplemented else cast("list[Any]", copies)
 
 

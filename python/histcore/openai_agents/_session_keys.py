@@ -36,6 +36,7 @@ from itertools import repeat
 from types import ModuleType
 from typing import Any
 
+from histcore.engine import _support as engine_support
 from histcore.engine import items as engine_items
 from histcore.engine.vocabulary import METADATA_KEYS, all_exact_dicts
 from histcore.openai_agents._replacements import intact, named_after, skipped_names
@@ -347,7 +348,7 @@ def make_build_frequency_map(
             and not ignore_openai_conversation_item_ids
             and CALL.get() is None
         ):
-            texts = engine_items.dict_sorted_json_texts(items, skip)
+            texts = engine_support.dict_sorted_json_texts(items, skip)
             if None not in texts:
                 # Counter counts in C, keys in first-seen order, as the loop below.
                 return dict(Counter(texts))

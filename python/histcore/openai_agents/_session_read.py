@@ -83,6 +83,7 @@ from typing import Any, cast
 
 import orjson
 
+from histcore.engine import _support as engine_support
 from histcore.engine import items as engine_items
 from histcore.engine.collector import paused_for
 from histcore.openai_agents._replacements import JsonModule, intact, named_after
@@ -112,7 +113,7 @@ def decode_rows(rows: list[Any], json_module: Any) -> list[Any]:
     """What the SDK's row loop returns for ``rows`` with ``json_module`` as ``json``."""
     skipped = (json_module.JSONDecodeError, TypeError)
     with paused_for(rows):
-        decoded = engine_items.decode_rows(rows, orjson.loads, json_module.loads, skipped)
+        decoded = engine_support.decode_rows(rows, orjson.loads, json_module.loads, skipped)
     if decoded is NotImplemented:
         return _decode_each(rows, json_module)
     return cast("list[Any]", decoded)

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from histcore.engine import _support as engine_support
 from histcore.engine import items as engine_items
 
 __all__ = ["ENGINE_TEXT", "FAST_ENCODER", "sorted_json"]
@@ -98,7 +99,7 @@ EngineText = Callable[[Any, "tuple[str, ...] | None"], "str | None"]
 
 #: ``sorted_json_text(value, skip)`` of the Rust engine, or None on the pure twin.
 ENGINE_TEXT: EngineText | None = (
-    engine_items.sorted_json_text if engine_items.BACKEND == "rust" else None
+    engine_support.sorted_json_text if engine_items.BACKEND == "rust" else None
 )
 
 

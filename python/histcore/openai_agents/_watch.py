@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Any
 
-from histcore.engine import items as engine_items
+from histcore.engine import _support as engine_support
 
 __all__ = ["Watch", "looked_up", "names_used"]
 
@@ -112,7 +112,7 @@ class Watch:
             grouped.setdefault(id(namespace), (namespace, []))[1].append(name)
         self._lookups = tuple((namespace, tuple(names)) for namespace, names in grouped.values())
         #: The engine's check; ``check.intact`` is what a replacement calls.
-        self.check = engine_items.NameWatch(self._lookups, tuple(contents))
+        self.check = engine_support.NameWatch(self._lookups, tuple(contents))
 
     @classmethod
     def over(

@@ -20,8 +20,7 @@ from histcore.sessions.base import (
     items_argument,
 )
 
-# items_argument lived here before every store used it; it stays importable from here.
-__all__ = ["MemorySession", "items_argument"]
+__all__ = ["MemorySession"]
 
 
 class MemorySession(SessionABC):

@@ -1,0 +1,25 @@
+"""What the loaded engine offers the SDK drop-in and the session codec, not item passes:
+screened SDK helpers, text and copy helpers, name watches, and the row decoder.
+
+The names are those of ``histcore.engine.names.SUPPORT_NAMES`` (but its
+``INTERNAL_NAMES``), bound one by one so that type checkers see each;
+``tests/engine/test_parity.py`` checks that they are exactly that list.
+"""
+
+from __future__ import annotations
+
+from histcore.engine.backend import backend_module
+from histcore.engine.names import INTERNAL_NAMES, SUPPORT_NAMES
+
+decode_rows = backend_module.decode_rows
+sorted_json_text = backend_module.sorted_json_text
+screened_dedupe_key = backend_module.screened_dedupe_key
+screened_deduplicate = backend_module.screened_deduplicate
+screened_drop_orphan_function_calls = backend_module.screened_drop_orphan_function_calls
+shallow_dict_copies = backend_module.shallow_dict_copies
+dict_sorted_json_texts = backend_module.dict_sorted_json_texts
+NameWatch = backend_module.NameWatch
+DictText = backend_module.DictText
+ScreenedKey = backend_module.ScreenedKey
+
+__all__ = [name for name in SUPPORT_NAMES if name not in INTERNAL_NAMES]
