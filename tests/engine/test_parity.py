@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import histcore
+import histcore.items
 from histcore.engine import _support, items
 from histcore.engine.names import (
     CORE_ONLY_NAMES,
@@ -99,6 +100,13 @@ def test_binders_bind_their_engine_names(
     )
     for name in bound:
         assert getattr(binder, name) is getattr(module, name), name
+
+
+def test_histcore_items_is_the_face_of_the_item_passes() -> None:
+    """``histcore.items`` exports exactly what ``histcore.engine.items`` binds."""
+    assert sorted(histcore.items.__all__) == sorted(items.__all__)
+    for name in histcore.items.__all__:
+        assert getattr(histcore.items, name) is getattr(items, name), name
 
 
 def test_same_public_names(pure: ModuleType, core: ModuleType) -> None:
