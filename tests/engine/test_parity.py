@@ -26,7 +26,8 @@ from histcore.engine.names import (
 )
 
 CORE_ONLY = set(CORE_ONLY_NAMES)
-STUB = Path(histcore.__file__).parent / "_core.pyi"
+# The stub in the checkout: the pure-Python wheel does not ship it.
+STUB = Path(__file__).resolve().parents[2] / "python" / "histcore" / "_core.pyi"
 
 
 def _public(module: ModuleType) -> set[str]:
