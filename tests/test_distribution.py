@@ -74,7 +74,7 @@ def test_backend_matches_what_was_installed() -> None:
     requested = os.environ.get("HISTCORE_BACKEND", "auto").strip().lower() or "auto"
     spec = importlib.util.find_spec("histcore._core")
     files = importlib.metadata.files("histcore") or []
-    # The compiled extension, not its stub (_core.pyi ships in both wheels).
+    # The compiled extension, not its stub (the Rust wheel ships _core.pyi beside it).
     compiled = [
         f
         for f in files
