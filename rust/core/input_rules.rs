@@ -3,8 +3,8 @@
 //! ([`repair`]), the rules of `input_problems` and `repair_input`.
 //!
 //! The binding reads each item once into a [`Facts`] through an [`ItemReader`] (see
-//! [`read`]), its strings pushed to a [`Strings`] and then numbered (see [`number`]);
-//! everything here is plain Rust and linear in the number of items.
+//! [`read`]), and a stored history's items into what rule (e) needs (see [`Stored`]),
+//! their strings pushed to a [`Strings`] and then numbered (see [`number`]); everything here is plain Rust and linear in the number of items.
 
 use std::num::NonZeroU32;
 
@@ -131,23 +131,12 @@ pub trait ItemReader {
     fn pending(&mut self, shell: bool) -> Result<bool, Self::Error>;
 }
 
-/// What [`read`] keeps of an item.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Keep {
-    /// Everything: the facts of the items checked.
-    All,
-    /// The class and id only, all rule (e) reads of the history (its fields are still
-    /// all read, in order: reading may have effects).
-    ClassAndId,
-}
-
 /// The facts of one dict item, its strings pushed to `strings` (the facts hold their push
 /// indexes until [`number`]); `key` is scratch space.
 pub fn read<R: ItemReader>(
     reader: &mut R,
     strings: &mut Strings,
     key: &mut Vec<u8>,
-    keep: Keep,
 ) -> Result<Facts, R::Error> {
     let kind = reader.kind()?;
     let role = reader.role()?;
@@ -157,9 +146,7 @@ pub fn read<R: ItemReader>(
     if reader.id(key)? && key_text(key) != FAKE_ID {
         facts.id = Some(Key::new(strings.push(key)));
     }
-    let push = |key: &[u8], strings: &mut Strings| {
-        (keep == Keep::All).then(|| Key::new(strings.push(key)))
-    };
+    let push = |key: &[u8], strings: &mut Strings| Some(Key::new(strings.push(key)));
     key.clear();
     key.push(CallFamily::Program as u8);
     if reader.program_caller(key)? {
@@ -213,6 +200,59 @@ fn at(position: usize) -> u32 {
     u32::try_from(position).expect("fewer than 2^32 items")
 }
 
+/// Reads what rule (e) needs of one stored item, in the order the pure twin's
+/// `_required_reasoning` reads it: its `id` only next to a reasoning item.
+pub trait StoredReader {
+    type Error;
+    /// Whether the item's `type` is the str `"reasoning"` and it has no `role`.
+    fn is_reasoning(&mut self) -> Result<bool, Self::Error>;
+    /// Append the text of `id` to `out` when it is a str.
+    fn id(&mut self, out: &mut Vec<u8>) -> Result<bool, Self::Error>;
+}
+
+/// Rule (e) read from a stored history, item by item: each item stored directly after
+/// a reasoning item, with that item's id (string push indexes until [`Required::of`]).
+#[derive(Default)]
+pub struct Stored {
+    pairs: Vec<(u32, u32)>,
+    /// The id of the item read last, when it is a reasoning item.
+    before: Option<u32>,
+}
+
+impl Stored {
+    /// Read the next stored item (`None` for an item that is not a dict).
+    pub fn read<R: StoredReader>(
+        &mut self,
+        item: Option<&mut R>,
+        strings: &mut Strings,
+        key: &mut Vec<u8>,
+    ) -> Result<(), R::Error> {
+        let Some(reader) = item else {
+            self.push(false, None);
+            return Ok(());
+        };
+        let reasoning = reader.is_reasoning()?;
+        let mut id = None;
+        if reasoning || self.before.is_some() {
+            key.clear();
+            key.push(ID_KEY);
+            if reader.id(key)? && key_text(key) != FAKE_ID {
+                id = Some(strings.push(key));
+            }
+        }
+        self.push(reasoning, id);
+        Ok(())
+    }
+
+    /// The next stored item: whether it is a reasoning item, and its id.
+    pub fn push(&mut self, reasoning: bool, id: Option<u32>) {
+        if let (Some(needed), Some(id), false) = (self.before, id, reasoning) {
+            self.pairs.push((id, needed));
+        }
+        self.before = id.filter(|_| reasoning);
+    }
+}
+
 const NONE: u32 = u32::MAX;
 
 /// Rule (e) from the stored history: item id -> id of the reasoning item stored
@@ -224,19 +264,15 @@ pub struct Required {
 }
 
 impl Required {
-    /// What `history` requires; string ids are below `id_count`.
-    pub fn of(history: &[Facts], id_count: usize) -> Self {
-        let mut before = Vec::new();
-        for pair in history.windows(2) {
-            let (previous, item) = (&pair[0], &pair[1]);
-            if let (Some(id), Some(needed)) = (item.id(), previous.id()) {
-                if previous.class == Class::Reasoning && item.class != Class::Reasoning {
-                    if before.is_empty() {
-                        before = vec![NONE; id_count];
-                    }
-                    before[id as usize] = needed;
-                }
-            }
+    /// What `stored` requires, its push indexes numbered by `ids` (string ids below
+    /// `id_count`); a later pair of one item id wins, as the twin's dict does.
+    pub fn of(stored: &Stored, ids: &[u32], id_count: usize) -> Self {
+        if stored.pairs.is_empty() {
+            return Required::default();
+        }
+        let mut before = vec![NONE; id_count];
+        for &(item, needed) in &stored.pairs {
+            before[ids[item as usize] as usize] = ids[needed as usize];
         }
         Required { before }
     }
@@ -782,6 +818,16 @@ mod tests {
         }
     }
 
+    /// What a history of (numbered) facts requires.
+    fn required_of(history: &[Facts]) -> Required {
+        let mut stored = Stored::default();
+        for facts in history {
+            stored.push(facts.class == Class::Reasoning, facts.id());
+        }
+        let ids: Vec<u32> = (0..ID_COUNT).map(at).collect();
+        Required::of(&stored, &ids, ID_COUNT)
+    }
+
     fn kinds(items: &[Facts], required: &Required) -> Vec<(usize, &'static str)> {
         Checker::new(items, required, ID_COUNT)
             .problems()
@@ -875,7 +921,7 @@ mod tests {
             with_id(Class::Reasoning, 9),
             with_id(Class::Produced, 10),
         ];
-        let required = Required::of(&history, ID_COUNT);
+        let required = required_of(&history);
         let items = [
             with_id(Class::Reasoning, 7),
             with_id(Class::Output, 8),
@@ -986,7 +1032,7 @@ mod tests {
             let required = if random.below(2) == 0 {
                 Required::default()
             } else {
-                Required::of(&random.list(10), ID_COUNT)
+                required_of(&random.list(10))
             };
             let (expected, round_count) = rounds(&items, &required);
             rounds_seen[round_count.min(3)] += 1;

@@ -5,14 +5,15 @@
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::{ffi, intern, IntoPyObjectExt};
+use pyo3::{intern, IntoPyObjectExt};
 
 use super::args::{new_list, Items};
 use super::extract::{is_str, DictPayload, FieldValue, Reader};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, to_py_string};
 use crate::core::input_rules::{
-    self, key_text, Checker, Facts, ItemReader, Keep, Kind, Problem, Required, TypeClass,
+    self, key_text, Checker, Facts, ItemReader, Kind, Problem, Required, Stored, StoredReader,
+    TypeClass,
 };
 use crate::core::strings::Strings;
 
@@ -59,46 +60,6 @@ impl<'py> ListArg<'py> {
         }
         Ok(())
     }
-
-    /// An exact list whose length is still the one read (Python code may run between the
-    /// reading of the arguments and of the items, materialising a later argument).
-    fn is_unchanged(&self) -> bool {
-        self.list
-            .as_ref()
-            .is_some_and(|list| list.len() == self.items.len())
-    }
-
-    /// Whether both are exact lists ending with the very same object (no Python code
-    /// runs).
-    fn ends(&self, other: &ListArg<'_>) -> bool {
-        if !self.is_unchanged() || !other.is_unchanged() {
-            return false;
-        }
-        let last = |list: &ListArg<'_>| list.len().checked_sub(1).and_then(|at| list.address(at));
-        last(self).is_some() && last(self) == last(other)
-    }
-
-    /// The address of the item at `index` (None past the end), read without touching the
-    /// item. Only for a list that [`ListArg::is_unchanged`] while no Python code has run
-    /// since.
-    fn address(&self, index: usize) -> Option<usize> {
-        let list = self.list.as_ref()?;
-        if index >= self.items.len() {
-            return None;
-        }
-        let index = ffi::Py_ssize_t::try_from(index).ok()?;
-        // SAFETY: `list` is a live list, and we hold the GIL. `PyList_GetItem` checks the
-        // index and runs no Python code: it returns a borrowed reference, only taken as an
-        // address here (never dereferenced), or NULL with IndexError set.
-        let item = unsafe { ffi::PyList_GetItem(list.as_ptr(), index) };
-        if item.is_null() {
-            // Not when the caller keeps its promise (the list keeps its length).
-            // SAFETY: we hold the GIL, and the IndexError just set is ours to discard.
-            unsafe { ffi::PyErr_Clear() };
-            return None;
-        }
-        Some(item as usize)
-    }
 }
 
 /// `input_problems`, reading its arguments in the twin's order.
@@ -141,9 +102,9 @@ pub fn problems<'py>(
     let py = items.items.py();
     let mut reader = FactReader::new(py);
     // The twin reads the items, then the history, then compares statuses.
-    let mut facts = reader.read(items, Keep::All, None)?;
+    let mut facts = reader.read(items)?;
     let stored = history
-        .map(|history| reader.read(history, Keep::ClassAndId, Some((items, &facts))))
+        .map(|history| reader.read_stored(history))
         .transpose()?;
     reader.resolve(&mut facts)?;
     let size = items.len() + history.map_or(0, ListArg::len);
@@ -163,15 +124,11 @@ pub fn problems<'py>(
 pub fn kept(items: &ListArg<'_>, history: Option<&ListArg<'_>>) -> PyResult<Vec<usize>> {
     let py = items.items.py();
     let mut reader = FactReader::new(py);
-    // The twin reads the history, then the items, then compares statuses. All of the
-    // history is kept when the items look like its tail, so they are not read again.
-    let tail = history.is_some_and(|history| items.ends(history));
-    let keep = if tail { Keep::All } else { Keep::ClassAndId };
+    // The twin reads the history, then the items, then compares statuses.
     let stored = history
-        .map(|history| reader.read(history, keep, None))
+        .map(|history| reader.read_stored(history))
         .transpose()?;
-    let earlier = history.zip(stored.as_deref()).filter(|_| tail);
-    let mut facts = reader.read(items, Keep::All, earlier)?;
+    let mut facts = reader.read(items)?;
     reader.resolve(&mut facts)?;
     let size = items.len() + history.map_or(0, ListArg::len);
     let mut strings = reader.strings;
@@ -184,13 +141,12 @@ pub fn kept(items: &ListArg<'_>, history: Option<&ListArg<'_>>) -> PyResult<Vec<
 }
 
 /// Number the strings of the items' and the history's facts; what the history requires.
-fn number_all(facts: &mut [Facts], stored: Option<Vec<Facts>>, strings: &mut Strings) -> Required {
+fn number_all(facts: &mut [Facts], stored: Option<Stored>, strings: &mut Strings) -> Required {
     let id_count = strings.len();
     let ids = strings.number();
     input_rules::number(facts, ids);
-    stored.map_or_else(Required::default, |mut stored| {
-        input_rules::number(&mut stored, ids);
-        Required::of(&stored, id_count)
+    stored.map_or_else(Required::default, |stored| {
+        Required::of(&stored, ids, id_count)
     })
 }
 
@@ -226,10 +182,6 @@ struct FactReader<'py> {
     reader: Reader<'py>,
     strings: Strings,
     key: Vec<u8>,
-    /// No Python code has run so far: every item read was an exact dict (or a builtin
-    /// value that is no dict) and no comparison ran user code. Until then, reading an
-    /// item again would give the same facts.
-    pure: bool,
     deferred: Deferred<'py>,
 }
 
@@ -239,44 +191,18 @@ impl<'py> FactReader<'py> {
             reader: Reader::new(py),
             strings: Strings::reuse(),
             key: Vec::new(),
-            pure: true,
             deferred: Vec::new(),
         }
     }
 
-    /// The facts of every item (the default facts for items that are not dicts), as much
-    /// as `keep` says. Status comparisons that are not bools are kept for
-    /// [`FactReader::resolve`] with all facts (the history's truthiness is never taken).
-    ///
-    /// `earlier` is a list read before, with its facts: while every read is pure, an
-    /// item that is the very object at the same distance from the end of `earlier` (the
-    /// model input is most often the tail of its stored history) has its facts, so it
-    /// is not read again. Only exact lists are compared so (by address, cheaply).
-    fn read(
-        &mut self,
-        list: &ListArg<'py>,
-        keep: Keep,
-        earlier: Option<(&ListArg<'py>, &[Facts])>,
-    ) -> PyResult<Vec<Facts>> {
+    /// The facts of every item (the default facts for items that are not dicts). Status
+    /// comparisons that are not bools are kept for [`FactReader::resolve`].
+    fn read(&mut self, list: &ListArg<'py>) -> PyResult<Vec<Facts>> {
         let items = &list.items;
         let mut facts = Vec::with_capacity(items.len());
-        let earlier = earlier.filter(|(earlier, _)| earlier.is_unchanged() && list.is_unchanged());
-        // `items[position]` may be `earlier[position + shift]`.
-        let shift = earlier.map_or(0, |(earlier, _)| earlier.len().wrapping_sub(items.len()));
         for position in 0..items.len() {
-            if let Some((earlier, known)) = earlier.filter(|_| self.pure) {
-                let index = position.wrapping_add(shift);
-                let same = earlier.address(index);
-                if same.is_some() && same == list.address(position) {
-                    facts.push(known[index]);
-                    continue;
-                }
-            }
             let item = items.get(position)?;
             let exact = item.is_exact_instance_of::<PyDict>();
-            if !exact && !is_builtin(&item) {
-                self.pure = false; // `model_dump` (or looking for it) may run Python code
-            }
             let Some(payload) = DictPayload::of(self.reader.payload(item)?) else {
                 facts.push(Facts::default());
                 continue;
@@ -285,19 +211,34 @@ impl<'py> FactReader<'py> {
                 payload: &payload,
                 exact,
                 status: None,
-                pure: &mut self.pure,
             };
             facts.push(input_rules::read(
                 &mut fields,
                 &mut self.strings,
                 &mut self.key,
-                keep,
             )?);
-            if let Some(status) = fields.status.filter(|_| keep == Keep::All) {
+            if let Some(status) = fields.status {
                 self.deferred.push((position, status));
             }
         }
         Ok(facts)
+    }
+
+    /// What rule (e) needs of a stored history: the type and role of each item, and the
+    /// id of a reasoning item and of the item after it.
+    fn read_stored(&mut self, list: &ListArg<'py>) -> PyResult<Stored> {
+        let items = &list.items;
+        let mut stored = Stored::default();
+        for position in 0..items.len() {
+            let payload = DictPayload::of(self.reader.payload(items.get(position)?)?);
+            let mut fields = payload.as_ref().map(|payload| Fields {
+                payload,
+                exact: false,
+                status: None,
+            });
+            stored.read(fields.as_mut(), &mut self.strings, &mut self.key)?;
+        }
+        Ok(stored)
     }
 
     /// Take the truthiness of the deferred status comparisons, in position order.
@@ -310,17 +251,6 @@ impl<'py> FactReader<'py> {
         }
         Ok(())
     }
-}
-
-/// A builtin value the payload of which is itself, found without running Python code.
-fn is_builtin(value: &Bound<'_, PyAny>) -> bool {
-    value.is_exact_instance_of::<PyString>()
-        || value.is_exact_instance_of::<PyList>()
-        || value.is_exact_instance_of::<PyInt>()
-        || value.is_exact_instance_of::<PyFloat>()
-        || value.is_exact_instance_of::<PyTuple>()
-        || value.is_exact_instance_of::<PyBool>()
-        || value.is_none()
 }
 
 /// A value whose comparisons with a `str` run no user code and are always False.
@@ -351,8 +281,6 @@ struct Fields<'a, 'py> {
     exact: bool,
     /// A `status == "in_progress"` result that is not a bool (see [`Deferred`]).
     status: Option<Bound<'py, PyAny>>,
-    /// Cleared before anything that may run Python code (see [`FactReader`]).
-    pure: &'a mut bool,
 }
 
 impl ItemReader for Fields<'_, '_> {
@@ -388,11 +316,8 @@ impl ItemReader for Fields<'_, '_> {
         let Some(caller) = self.payload.lookup(intern!(py, "caller"))? else {
             return Ok(false);
         };
-        if !caller.is_exact_instance_of::<PyDict>() {
-            if !caller.is_instance_of::<PyDict>() {
-                return Ok(false);
-            }
-            *self.pure = false; // a dict subclass is read through its own `get`
+        if !caller.is_instance_of::<PyDict>() {
+            return Ok(false);
         }
         let Some(caller) = DictPayload::of(caller.into_owned()) else {
             return Ok(false);
@@ -404,10 +329,7 @@ impl ItemReader for Fields<'_, '_> {
                 str_bytes(&kind)?.as_bytes() == b"program"
             }
             Some(kind) if never_equals_str(&kind) => false,
-            Some(kind) => {
-                *self.pure = false;
-                kind.into_owned().eq(intern!(py, "program"))?
-            }
+            Some(kind) => kind.into_owned().eq(intern!(py, "program"))?,
         };
         if !is_program {
             return Ok(false);
@@ -435,7 +357,6 @@ impl ItemReader for Fields<'_, '_> {
             }
             Some(status) if never_equals_str(&status) => false,
             Some(status) => {
-                *self.pure = false;
                 let equal = status
                     .into_owned()
                     .rich_compare(intern!(py, "in_progress"), CompareOp::Eq)?;
@@ -447,5 +368,23 @@ impl ItemReader for Fields<'_, '_> {
                 }
             }
         })
+    }
+}
+
+/// Rule (e)'s reading of a stored item, as the twin's `_required_reasoning` reads it.
+impl StoredReader for Fields<'_, '_> {
+    type Error = PyErr;
+
+    fn is_reasoning(&mut self) -> PyResult<bool> {
+        let py = self.payload.py();
+        let reasoning = match self.payload.lookup(intern!(py, "type"))? {
+            Some(kind) if is_str(&kind) => str_bytes(&kind)?.as_bytes() == b"reasoning",
+            _ => false,
+        };
+        Ok(reasoning && self.payload.lookup(intern!(py, "role"))?.is_none())
+    }
+
+    fn id(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {
+        ItemReader::id(self, out)
     }
 }

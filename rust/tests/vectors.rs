@@ -7,7 +7,9 @@ use _core::core::canonical;
 use _core::core::classify::{self, ContentKeys};
 use _core::core::dedupe;
 use _core::core::digits;
-use _core::core::input_rules::{self, Checker, Facts, ItemReader, Keep, Required, TypeClass};
+use _core::core::input_rules::{
+    self, Checker, Facts, ItemReader, Required, Stored, StoredReader, TypeClass,
+};
 use _core::core::keys::{Field, ItemFields, ItemType, KeyBuilder};
 use _core::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeFact};
 use _core::core::strings::Strings;
@@ -472,13 +474,36 @@ impl ItemReader for JsonItem<'_> {
     }
 }
 
-fn input_facts(items: &[Value], strings: &mut Strings, keep: Keep) -> Vec<Facts> {
+impl StoredReader for JsonItem<'_> {
+    type Error = Infallible;
+
+    fn is_reasoning(&mut self) -> Result<bool, Infallible> {
+        let reasoning = self.0.get("type").and_then(Value::as_str) == Some("reasoning");
+        Ok(reasoning && matches!(self.0.get("role"), None | Some(Value::Null)))
+    }
+
+    fn id(&mut self, out: &mut Vec<u8>) -> Result<bool, Infallible> {
+        ItemReader::id(self, out)
+    }
+}
+
+fn stored_facts(history: &[Value], strings: &mut Strings) -> Stored {
+    let mut key = Vec::new();
+    let mut stored = Stored::default();
+    for item in history {
+        let mut entries = item.as_object().map(JsonItem);
+        let Ok(()) = stored.read(entries.as_mut(), strings, &mut key);
+    }
+    stored
+}
+
+fn input_facts(items: &[Value], strings: &mut Strings) -> Vec<Facts> {
     let mut key = Vec::new();
     items
         .iter()
         .map(|item| match item {
             Value::Object(entries) => {
-                let Ok(facts) = input_rules::read(&mut JsonItem(entries), strings, &mut key, keep);
+                let Ok(facts) = input_rules::read(&mut JsonItem(entries), strings, &mut key);
                 facts
             }
             _ => Facts::default(),
@@ -505,16 +530,15 @@ fn model_input_rules() {
     for case in &cases {
         let items = case["items"].as_array().expect("items");
         let mut strings = Strings::default();
-        let mut facts = input_facts(items, &mut strings, Keep::All);
-        let mut stored = case["history"]
+        let mut facts = input_facts(items, &mut strings);
+        let stored = case["history"]
             .as_array()
-            .map(|history| input_facts(history, &mut strings, Keep::ClassAndId));
+            .map(|history| stored_facts(history, &mut strings));
         let id_count = strings.len();
         let ids = strings.number().to_vec();
         input_rules::number(&mut facts, &ids);
-        let required = stored.as_mut().map_or_else(Required::default, |stored| {
-            input_rules::number(stored, &ids);
-            Required::of(stored, id_count)
+        let required = stored.map_or_else(Required::default, |stored| {
+            Required::of(&stored, &ids, id_count)
         });
         let found: Vec<Value> = Checker::new(&facts, &required, id_count)
             .problems()

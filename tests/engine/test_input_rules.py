@@ -224,6 +224,46 @@ def test_models_are_read_through_model_dump(engine: ModuleType) -> None:
     assert positions(engine.repair_input(items), items) == [0]
 
 
+class LoudStatus:
+    """A status whose comparison raises: reading it is visible."""
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("the status of a stored item was compared")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class CountingModel:
+    """A model whose dump is counted."""
+
+    dumps = 0
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self.payload = payload
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        CountingModel.dumps += 1
+        return self.payload
+
+
+def test_the_history_is_read_only_for_rule_e(engine: ModuleType) -> None:
+    # Rule (e) needs each stored item's type (and role), and the ids next to reasoning:
+    # a stored call's status is never compared, yet every item is dumped once.
+    history: list[Any] = [
+        {"role": "user", "content": "q", "id": "m1"},
+        {"type": "shell_call", "call_id": "s1", "status": LoudStatus(), "caller": {"x": 1}},
+        {"type": "shell_call_output", "call_id": "s1"},
+        CountingModel({"type": "reasoning", "id": "rs_1"}),
+        CountingModel({"type": "message", "role": "assistant", "id": "msg_1"}),
+    ]
+    items = [history[0], {"type": "message", "role": "assistant", "id": "msg_1"}]
+    CountingModel.dumps = 0
+    assert engine.input_problems(items, history=history) == [(1, "item_without_reasoning", "msg_1")]
+    assert CountingModel.dumps == 2
+    assert positions(engine.repair_input(items, history=history), items) == [0]
+    assert CountingModel.dumps == 4
+
+
 def test_tuples_and_iterators_are_accepted(engine: ModuleType) -> None:
     items = ({"role": "user", "content": "q"}, {"type": "reasoning", "id": "rs_1"})
     assert engine.input_problems(items) == engine.input_problems(iter(items))

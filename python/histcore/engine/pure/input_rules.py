@@ -163,20 +163,26 @@ def _trailing_start(facts: _Facts) -> int:
 
 
 def _required_reasoning(history: list[Any] | None) -> dict[str, str]:
-    """item id -> id of the reasoning item stored directly before it, from ``history``."""
-    if history is None:
-        return {}
-    facts = _Facts(history)
+    """item id -> id of the reasoning item stored directly before it, from ``history``.
+
+    Reads only what rule (e) needs: each item's ``type`` (its ``role`` when the type is
+    ``reasoning``), and the ``id`` of a reasoning item and of the item after it."""
     required: dict[str, str] = {}
-    for position in range(1, len(history)):
-        item_id, before = facts.ids[position], facts.ids[position - 1]
-        if (
-            item_id is not None
-            and before is not None
-            and facts.kinds[position - 1] == _REASONING
-            and facts.kinds[position] != _REASONING
-        ):
+    before: str | None = None  # the id of the item read last, when it is reasoning
+    for item in history or ():
+        payload = _payload(item)
+        reasoning = (
+            payload is not None
+            and _text(dict.get(payload, "type")) == "reasoning"
+            and dict.get(payload, "role") is None
+        )
+        item_id = None
+        if payload is not None and (reasoning or before is not None):
+            item_id = _text(dict.get(payload, "id"))
+            item_id = None if item_id == FAKE_ID else item_id
+        if before is not None and item_id is not None and not reasoning:
             required[item_id] = before
+        before = item_id if reasoning else None
     return required
 
 
