@@ -39,7 +39,8 @@ Time histcore's engine functions on generated, realistic conversation histories
 
 Each function runs on the Rust engine, the pure-Python twin and, when openai-agents
 is installed, the SDK's equivalent helper. Every result is checked against the pure
-twin before it is timed (a mismatch stops the run with exit code 1). The SDK's
+twin before it is timed (a mismatch stops the run with exit code 1); each timed call
+then gets freshly decoded items, so none sees what an earlier call cached in them. The SDK's
 orphan pruning is quadratic on the pathological shapes, so it only runs there up
 to {QUADRATIC_REFERENCE_LIMIT} items.
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
+import orjson
+
 from histcore.cli.bench.reference import Reference, bare_loop, load_reference, orjson_sort_keys
 from histcore.cli.bench.timing import Timing, measure, measure_interleaved, timed_call
 from histcore.cli.bench.units import format_seconds, size_label
@@ -93,12 +95,25 @@ class Workload:
     size: int
     items: Items
     _callback: CallbackInput | None = field(default=None, repr=False)
+    _text: bytes | None = field(default=None, repr=False)
 
     @property
     def callback(self) -> CallbackInput:
         if self._callback is None:
             self._callback = _callback_input(self.items)
         return self._callback
+
+    def refresh(self) -> None:
+        """Replace the items by freshly decoded equal ones (and the callback input, if
+        made), so that no call sees what an earlier call cached in them (the UTF-8 of
+        their strings, say)."""
+        if self._text is None:
+            self._text = orjson.dumps(self.items)
+        had_callback = self._callback is not None
+        self.items, self._callback = [], None  # the old ones go before the new come
+        self.items = orjson.loads(self._text)
+        if had_callback:
+            self._callback = _callback_input(self.items)
 
 
 def make_workload(shape: str, size: int, seed: int = SEED) -> Workload:
@@ -426,7 +441,7 @@ def run_suite(
         if isinstance(step, _BaselineStep):
             baseline = _bind_baseline(step.name, workload)
             _, first = timed_call(baseline)
-            timing = measure(baseline, settings.repeat, first)
+            timing = measure(baseline, settings.repeat, first, workload.refresh)
             result.baselines.append(BaselineResult(step.name, step.size, timing))
             progress.finish(format_seconds(timing.median))
             continue
@@ -488,7 +503,7 @@ def _run_case(
     for name in baselines:
         calls[name] = _bind_baseline(name, workload)
         _, first_seconds[name] = timed_call(calls[name])
-    timings = measure_interleaved(calls, first_seconds, settings.repeat)
+    timings = measure_interleaved(calls, first_seconds, settings.repeat, workload.refresh)
     result.timings = {name: timings[name] for name in implementations}
     result.baselines = {name: timings[name] for name in baselines}
     return result

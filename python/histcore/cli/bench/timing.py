@@ -48,11 +48,22 @@ def timed_call(call: Callable[[], object]) -> tuple[object, float]:
     return result, time.perf_counter() - start
 
 
-def _sample(call: Callable[[], object], loops: int) -> float:
+def _sample(call: Callable[[], object], loops: int, before: Callable[[], None] | None) -> float:
     # Like real use (and timeit), each result is freed when the next call replaces it;
     # the last one is freed after the clock stops, so with one loop freeing a large
     # result (a deep copy of 10^6 items) is not charged to the call.
     result: object = None
+    if before is not None:
+        # Each call on fresh input, prepared outside the clock.
+        elapsed = 0.0
+        for _ in range(loops):
+            result = None
+            before()
+            start = time.perf_counter()
+            result = call()
+            elapsed += time.perf_counter() - start
+        del result
+        return elapsed / loops
     start = time.perf_counter()
     for _ in range(loops):
         result = call()
@@ -61,19 +72,31 @@ def _sample(call: Callable[[], object], loops: int) -> float:
     return elapsed / loops
 
 
-def measure(call: Callable[[], object], repeat: int, first_call_seconds: float) -> Timing:
+def measure(
+    call: Callable[[], object],
+    repeat: int,
+    first_call_seconds: float,
+    before: Callable[[], None] | None = None,
+) -> Timing:
     """Time ``call`` (already called once, taking ``first_call_seconds``)."""
-    return measure_interleaved({"call": call}, {"call": first_call_seconds}, repeat)["call"]
+    calls = {"call": call}
+    return measure_interleaved(calls, {"call": first_call_seconds}, repeat, before)["call"]
 
 
 def measure_interleaved(
-    calls: Mapping[K, Callable[[], object]], first_call_seconds: Mapping[K, float], repeat: int
+    calls: Mapping[K, Callable[[], object]],
+    first_call_seconds: Mapping[K, float],
+    repeat: int,
+    before: Callable[[], None] | None = None,
 ) -> dict[K, Timing]:
     """Time several calls (each already called once) in rounds, one sample each per round.
 
     Each gets up to ``repeat`` samples, fewer once its samples exceed the budget. The
     collector is paused during samples, as timeit does, so a collection triggered by
     the large generated histories does not land in one implementation's samples.
+
+    With ``before``, it runs (untimed) before every call, to give it fresh input; the
+    first calls then only size the samples (they ran on input other calls had seen).
     """
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
@@ -83,9 +106,9 @@ def measure_interleaved(
     for key in calls:
         first = first_call_seconds[key]
         slow = first >= SLOW_CALL_SECONDS
-        samples[key] = [first] if slow else []
+        samples[key] = [first] if slow and before is None else []
         loops[key] = 1 if slow else max(1, math.ceil(MIN_SAMPLE_SECONDS / max(first, 1e-7)))
-        spent[key] = first if slow else 0.0
+        spent[key] = first if slow and before is None else 0.0
 
     def wanted(key: K) -> bool:
         taken = len(samples[key])
@@ -97,7 +120,7 @@ def measure_interleaved(
         while any(wanted(key) for key in calls):
             for key, call in calls.items():
                 if wanted(key):
-                    seconds = _sample(call, loops[key])
+                    seconds = _sample(call, loops[key], before)
                     samples[key].append(seconds)
                     spent[key] += seconds * loops[key]
     finally:
