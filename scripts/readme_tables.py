@@ -46,6 +46,7 @@ SDK_FORMATS = (
     "histcore-bench-openai-agents/5",
     "histcore-bench-openai-agents/6",
     "histcore-bench-openai-agents/7",
+    "histcore-bench-openai-agents/8",
 )
 ENGINE_COMMAND = "histcore bench --json benches/results/engine.json"
 SDK_COMMAND = (

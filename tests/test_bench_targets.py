@@ -68,7 +68,7 @@ def test_main_reads_both_documents(capsys: pytest.CaptureFixture[str], tmp_path:
         "baselines": [],
     }
     sdk_doc = {
-        "format": "histcore-bench-openai-agents/7",
+        "format": "histcore-bench-openai-agents/8",
         "turns": [{"size": 10_000, "plain": timing(1.3), "installed": timing(0.1)}],
         "first_turns": [{"size": 10_000, "plain": timing(1.5), "installed": timing(0.5)}],
     }

@@ -68,14 +68,14 @@ def test_bench_openai_agents_runs_a_small_conversation(
     assert "SDK conversation turn" in printed
     assert "the first turn of a fresh process" in printed
     assert "with guard" in printed
-    assert "guard cost" in printed
+    assert "guard check" in printed
     assert "new session" in printed
     # Plain words for a user: no internal targets, floors or diagnostics.
     for text in (printed.lower(), progress.lower()):
         for word in ("target", "missed", "floor", "at most", "trace provider", "gc"):
             assert word not in text
     report = json.loads(out_path.read_text())
-    assert report["format"] == "histcore-bench-openai-agents/7"
+    assert report["format"] == "histcore-bench-openai-agents/8"
     environment = report["environment"]
     assert environment["openai_agents"] is not None
     assert environment["python"] == sys.version.split()[0]
@@ -93,6 +93,11 @@ def test_bench_openai_agents_runs_a_small_conversation(
         assert turn["installed"]["median_s"] > 0
         if kind == "turns":
             assert turn["guarded"]["median_s"] > 0
+            # The guard's own time: inside the guarded turn, and what the cost is made of.
+            assert 0 < turn["guard_check"]["median_s"] < turn["guarded"]["median_s"]
+            assert turn["guard_cost"] == pytest.approx(
+                turn["guard_check"]["median_s"] / turn["installed"]["median_s"]
+            )
             assert turn["new_session"]["median_s"] > 0
             assert turn["new_session_speedup"] == pytest.approx(
                 turn["plain"]["median_s"] / turn["new_session"]["median_s"]

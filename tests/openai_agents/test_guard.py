@@ -230,6 +230,19 @@ def test_a_clean_input_passes_as_the_same_list() -> None:
     assert (counts.checked, counts.repaired, counts.dropped) == (2, 0, 0)
 
 
+def test_the_guard_counts_its_own_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    module, counts = stand_in_run_loop()
+    assert counts.seconds == 0.0
+    ticks = iter([10.0, 10.25, 20.0, 20.5])  # (start, end) of each checked input
+    monkeypatch.setattr("histcore.openai_agents._guard.time.perf_counter", lambda: next(ticks))
+    module.get_new_response([user("hi")])  # clean
+    module.elsewhere([user("hi")])  # not a model input: neither counted nor timed
+    module.get_new_response([user("hi"), output("lost")])  # repaired
+    assert counts.seconds == pytest.approx(0.75)
+    assert counts.checked == 2
+    assert "seconds=0.750000" in repr(counts)
+
+
 def test_only_the_model_input_callers_are_guarded() -> None:
     module, counts = stand_in_run_loop()
     broken = [user("hi"), output("lost")]

@@ -24,6 +24,7 @@ import contextvars
 import logging
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from types import CodeType, ModuleType
@@ -59,10 +60,11 @@ _history: contextvars.ContextVar[tuple[Any, list[Any]] | None] = contextvars.Con
 
 
 class GuardCounts:
-    """Live counts of the guard: inputs checked, inputs repaired, items dropped, and
-    per rule kind the problems that made it drop."""
+    """Live counts of the guard: inputs checked, inputs repaired, items dropped, per
+    rule kind the problems that made it drop, and the seconds spent checking and
+    repairing (wall clock, every thread's summed)."""
 
-    __slots__ = ("_lock", "checked", "dropped", "repaired", "rules")
+    __slots__ = ("_lock", "checked", "dropped", "repaired", "rules", "seconds")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -70,15 +72,17 @@ class GuardCounts:
         self.repaired = 0
         self.dropped = 0
         self.rules: Counter[str] = Counter()
+        self.seconds = 0.0
 
     def __repr__(self) -> str:
         return (
             f"GuardCounts(checked={self.checked}, repaired={self.repaired}, "
-            f"dropped={self.dropped}, rules={dict(self.rules)})"
+            f"dropped={self.dropped}, rules={dict(self.rules)}, seconds={self.seconds:.6f})"
         )
 
-    def _note(self, dropped: int, kinds: Sequence[str]) -> None:
+    def _note(self, dropped: int, kinds: Sequence[str], started: float) -> None:
         with self._lock:
+            self.seconds += time.perf_counter() - started
             self.checked += 1
             if dropped:
                 self.repaired += 1
@@ -149,6 +153,7 @@ def make_guarded_dedupe(
         frame = sys._getframe(1)
         if frame.f_code not in callers or type(result) is not list:
             return result
+        started = time.perf_counter()
         local = frame.f_locals
         session = local.get("session")
         server = (
@@ -160,17 +165,18 @@ def make_guarded_dedupe(
         found = problems_of(result, history=history)
         problems = [p for p in found if _acts_on(p[0], p[1], result, server)] if found else found
         if not problems:
-            counts._note(0, ())
+            counts._note(0, (), started)
             return result
         repaired = _repair(result, history, server, found)
         kept = set(map(id, repaired))
-        counts._note(
-            len(result) - len(repaired),
-            [kind for at, kind, _ in problems if id(result[at]) not in kept],
-        )
         if LOGGER.isEnabledFor(logging.WARNING):
             dropped = [at for at, item in enumerate(result) if id(item) not in kept]
             _log(session, result, dropped, problems)
+        counts._note(
+            len(result) - len(repaired),
+            [kind for at, kind, _ in problems if id(result[at]) not in kept],
+            started,
+        )
         return repaired
 
     deduplicate_input_items_preferring_latest.__wrapped__ = dedupe  # type: ignore[attr-defined]

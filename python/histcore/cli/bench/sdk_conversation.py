@@ -6,7 +6,7 @@ For each session size (default 10^4 and 10^5 items) one run times:
   calls a function tool, then answers; an ``SQLiteSession`` in a file; a
   ``session_input_callback``), without ``histcore.openai_agents.install()``, with it,
   and with ``install(guard=True)``, alternating so all see the same machine load (the
-  guard's cost is the guarded turn over the installed one);
+  guard's cost is its own time within a guarded turn over the installed turn);
 * the same turn as the first one of a fresh Python process (imports and ``install()``
   done before the clock starts; whatever the first call of anything costs is inside).
 
@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 DEFAULT_SIZES = (10_000, 100_000)
-FORMAT = "histcore-bench-openai-agents/7"
+FORMAT = "histcore-bench-openai-agents/8"
 SESSION_ID = "bench"
 
 
@@ -171,6 +171,9 @@ class TurnTiming:
     collector: tuple[Timing, Timing] | None = None
     #: In-process turns only: installed with ``guard=True``.
     guarded: Timing | None = None
+    #: In-process turns only: the guard's own seconds within each guarded turn
+    #: (``installation().guard.seconds``).
+    guard_check: Timing | None = None
     #: In-process turns only: installed, through a new session object (a full read).
     new_session: Timing | None = None
 
@@ -186,10 +189,13 @@ class TurnTiming:
 
     @property
     def guard_cost(self) -> float | None:
-        """The guard's share of an installed turn: guarded over installed, minus one."""
-        if self.guarded is None:
+        """The guard's cost: its own time in a guarded turn over an installed turn.
+
+        Measured inside the turn, not as the difference of two turns' medians: that
+        difference moves by more than the guard costs from one run to the next."""
+        if self.guard_check is None:
             return None
-        return self.guarded.median / self.installed.median - 1.0
+        return self.guard_check.median / self.installed.median
 
 
 @dataclass
@@ -251,14 +257,14 @@ def quiet_guard() -> Iterator[None]:
 MODES = ("plain", "installed", "new session", "guarded")
 
 
-def _time_turn(store: str, mode: str, round_: int) -> float:
-    """One timed turn in ``mode``. The conversation keeps one session object, as the
-    SDK's examples do; with install() it first runs an untimed turn on it, so the timed
-    one reads only what is new, as every turn after a conversation's first does. The
-    SDK keeps nothing between reads: its turn is the same either way."""
+def _time_turn(store: str, mode: str, round_: int) -> tuple[float, float]:
+    """One timed turn in ``mode``: its seconds, and the guard's own seconds within it.
+    The conversation keeps one session object, as the SDK's examples do; with install()
+    it first runs an untimed turn on it, so the timed one reads only what is new, as
+    every turn after a conversation's first does. The SDK keeps nothing between reads:
+    its turn is the same either way."""
     accelerator.uninstall()
-    if mode != "plain":
-        accelerator.install(guard=mode == "guarded")
+    installation = None if mode == "plain" else accelerator.install(guard=mode == "guarded")
     session = None if mode == "new session" else SQLiteSession(SESSION_ID, store)
     try:
         if mode in ("installed", "guarded"):
@@ -267,10 +273,13 @@ def _time_turn(store: str, mode: str, round_: int) -> float:
         # Ids of its own: the turns of every mode add to one session.
         model = ScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
         gc.collect()  # every sample starts from the same collector state
+        guard = installation.guard if installation is not None else None
+        checked = guard.seconds if guard is not None else 0.0
         with quiet_guard():
             start = time.perf_counter()
             asyncio.run(run_turn(store, f"Paris and Rome, round {round_}", model, session=session))
-            return time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+        return elapsed, (guard.seconds - checked if guard is not None else 0.0)
     finally:
         if session is not None:
             session.close()
@@ -282,11 +291,15 @@ def _median_timing(values: list[float]) -> Timing:
 
 def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTiming:
     samples: dict[str, list[float]] = {mode: [] for mode in MODES}
+    guard_checks: list[float] = []
     for round_ in range(repeat):
         for mode, values in samples.items():
             progress.write(f"  turn {round_ + 1}/{repeat} {mode}")
             progress.flush()
-            values.append(_time_turn(store, mode, round_))
+            seconds, guard_seconds = _time_turn(store, mode, round_)
+            values.append(seconds)
+            if mode == "guarded":
+                guard_checks.append(guard_seconds)
             progress.write(f" {format_seconds(values[-1])}\n")
     accelerator.uninstall()
 
@@ -295,6 +308,7 @@ def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTim
         _median_timing(samples["plain"]),
         _median_timing(samples["installed"]),
         guarded=_median_timing(samples["guarded"]),
+        guard_check=_median_timing(guard_checks),
         new_session=_median_timing(samples["new session"]),
     )
 
@@ -419,7 +433,7 @@ def _turn_lines(title: str, turns: list[TurnTiming]) -> list[str]:
     guarded = any(turn.guarded is not None for turn in turns)
     fresh = any(turn.new_session is not None for turn in turns)
     extra = f"  {'new session':>11}  {'speedup':>7}" if fresh else ""
-    extra += f"  {'with guard':>10}  {'guard cost':>10}" if guarded else ""
+    extra += f"  {'with guard':>10}  {'guard check':>11}  {'cost':>6}" if guarded else ""
     lines = [
         title,
         f"{'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}{extra}",
@@ -429,8 +443,9 @@ def _turn_lines(title: str, turns: list[TurnTiming]) -> list[str]:
         if turn.new_session is not None and turn.new_session_speedup is not None:
             more += f"  {format_seconds(turn.new_session.median):>11}"
             more += f"  {turn.new_session_speedup:>6.1f}x"
-        if turn.guarded is not None and turn.guard_cost is not None:
-            more += f"  {format_seconds(turn.guarded.median):>10}  {turn.guard_cost:>+9.1%}"
+        if turn.guarded is not None and turn.guard_check is not None:
+            more += f"  {format_seconds(turn.guarded.median):>10}"
+            more += f"  {format_seconds(turn.guard_check.median):>11}  {turn.guard_cost:>6.1%}"
         lines.append(
             f"{size_label(turn.size):>8}  {format_seconds(turn.plain.median):>10}  "
             f"{format_seconds(turn.installed.median):>10}  {turn.speedup:>6.1f}x{more}"
@@ -449,7 +464,8 @@ def render(result: SdkBenchResult) -> str:
         "histcore.openai_agents.install() (and install(guard=True)). In one process the",
         "conversation keeps its session object across turns (installed, a turn reads",
         "only the rows added since the last); 'new session' opens one for the turn",
-        "(a full read).",
+        "(a full read). 'guard check' is the guard's own time within a guarded turn",
+        "(installation().guard.seconds); 'cost' is that over the installed turn.",
         "",
     ]
     lines += _turn_lines("in one process (the process has run turns before):", result.turns)
@@ -470,6 +486,8 @@ def _turn_json(turn: TurnTiming) -> dict[str, Any]:
         data["plain_gc"], data["installed_gc"] = (timing.to_json() for timing in turn.collector)
     if turn.guarded is not None:
         data["guarded"] = turn.guarded.to_json()
+    if turn.guard_check is not None:
+        data["guard_check"] = turn.guard_check.to_json()
         data["guard_cost"] = turn.guard_cost
     if turn.new_session is not None:
         data["new_session"] = turn.new_session.to_json()
