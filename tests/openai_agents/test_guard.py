@@ -240,7 +240,7 @@ def test_the_guard_counts_its_own_seconds(monkeypatch: pytest.MonkeyPatch) -> No
     module.get_new_response([user("hi"), output("lost")])  # repaired
     assert counts.seconds == pytest.approx(0.75)
     assert counts.checked == 2
-    assert "seconds=0.750000" in repr(counts)
+    assert "seconds" not in repr(counts)  # the repr stays the same from run to run
 
 
 def test_only_the_model_input_callers_are_guarded() -> None:

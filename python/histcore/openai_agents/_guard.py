@@ -62,7 +62,8 @@ _history: contextvars.ContextVar[tuple[Any, list[Any]] | None] = contextvars.Con
 class GuardCounts:
     """Live counts of the guard: inputs checked, inputs repaired, items dropped, per
     rule kind the problems that made it drop, and the seconds spent checking and
-    repairing (wall clock, every thread's summed)."""
+    repairing (wall clock, every thread's summed; left out of the repr, which stays
+    the same from run to run)."""
 
     __slots__ = ("_lock", "checked", "dropped", "repaired", "rules", "seconds")
 
@@ -77,7 +78,7 @@ class GuardCounts:
     def __repr__(self) -> str:
         return (
             f"GuardCounts(checked={self.checked}, repaired={self.repaired}, "
-            f"dropped={self.dropped}, rules={dict(self.rules)}, seconds={self.seconds:.6f})"
+            f"dropped={self.dropped}, rules={dict(self.rules)})"
         )
 
     def _note(self, dropped: int, kinds: Sequence[str], started: float) -> None:

@@ -31,11 +31,14 @@ def bare_loop(items: Items) -> None:
         item.get("call_id")
 
 
-def orjson_sort_keys(items: Items) -> list[bytes]:
-    """The fastest general-purpose sorted-key serialisation of every item."""
+def orjson_sort_keys(items: Items) -> None:
+    """The fastest general-purpose sorted-key serialisation of every item. The texts are
+    not kept: an orjson result holds its first buffer (about 6 KB an item here, 580 MB
+    at 10^5 items), which alone would take the default run past 1 GB."""
     dumps = orjson.dumps
     option = orjson.OPT_SORT_KEYS
-    return [dumps(item, option=option) for item in items]
+    for item in items:
+        dumps(item, option=option)
 
 
 @dataclass(frozen=True)
