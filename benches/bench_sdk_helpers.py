@@ -9,7 +9,8 @@ is timed, the replacement's result must equal the SDK's.
 ``pytest benches/bench_sdk_helpers.py`` runs each once at 10^3 items as a smoke test
 (``HISTCORE_BENCH_LARGE=1`` adds 10^4 and 10^5); ``--benchmark-enable`` times 10^4 and
 10^5 items, or the sizes ``HISTCORE_BENCH_SIZES`` lists (``HISTCORE_BENCH_SIZES=10`` for
-the smallest histories, where a call's fixed cost decides). Moved here from ``histcore bench --openai-agents``, which reports whole turns.
+the smallest histories, where a call's fixed cost decides). Moved here from
+``histcore bench --openai-agents``, which reports whole turns.
 """
 
 from __future__ import annotations
