@@ -36,6 +36,7 @@ from histcore.openai_agents._replacements import (
     stripped_keys,
 )
 from histcore.openai_agents._session_keys import CALL, Call, canonical_key_setup
+from histcore.openai_agents._session_read import fresh_copy, kept_handout
 from histcore.openai_agents._versions import function_digest
 from histcore.openai_agents._watch import Watch
 
@@ -105,14 +106,11 @@ def _deep_copied(module: ModuleType, items: list[Any]) -> list[Any]:
     return result
 
 
-def _history_copies(
-    module: ModuleType,
-    history: list[Any],
-    new_input: Any,
-    stripped: frozenset[str] | None,
-    policy: Any,
-) -> list[Any] | None:
-    """The history copies handed to the callback, in one deep copy, or None.
+def _one_copy(
+    module: ModuleType, new_input: Any, stripped: frozenset[str] | None, policy: Any
+) -> bool:
+    """Whether the history copies handed to the callback may be one deep copy of the
+    history read (``_history_copies``).
 
     The SDK makes them in two steps: a stripping copy of each item (and its reasoning-id
     policy), then a deep copy of those. When no item holds a key it strips and the
@@ -121,11 +119,14 @@ def _history_copies(
     whose conversion runs no code in between.
     """
     if stripped is None or type(new_input) is not str:
-        return None
+        return False
     probe: list[Any] = []
-    if module.apply_reasoning_item_id_policy(probe, policy) is not probe:
-        return None
-    return deep_copy(history, stripped) if type(history) is list else None
+    return module.apply_reasoning_item_id_policy(probe, policy) is probe
+
+
+def _history_copies(history: list[Any], stripped: frozenset[str] | None) -> list[Any] | None:
+    """One deep copy of the history read, or None (an item holds a key the SDK strips)."""
+    return deep_copy(history, stripped or frozenset()) if type(history) is list else None
 
 
 def _keys(
@@ -262,9 +263,15 @@ async def prepare(
         read["capture_compaction_generation"] = True
     if settings.limit is not None:
         read["limit"] = settings.limit
-    history = await module._session_get_items(session, **read)
     policy = arguments.get("reasoning_item_id_policy")
-    history_copies = _history_copies(module, history, arguments["input"], stripped, policy)
+    one_copy = _one_copy(module, arguments["input"], stripped, policy)
+    # With one copy to make, the read may hand out the session's kept history itself
+    # (_session_read): then the copy below is the only one.
+    with kept_handout(session if one_copy else None) as handout:
+        history = await module._session_get_items(session, **read)
+    history_copies = _history_copies(history, stripped) if one_copy else None
+    if history_copies is None and handout.items is not None and handout.items is history:
+        history = fresh_copy(history)  # the read's own copy, made now
     if history_copies is None:
         converted = module.apply_reasoning_item_id_policy(
             _converted(module, list(history), stripped), policy

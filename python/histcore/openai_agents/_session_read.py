@@ -55,6 +55,13 @@ Seeing the other writers. Reads run on the SDK's connection, under the SDK's loc
   id and the table name the same. Then only ``id > last_id`` is read; anything else
   reads the whole history again.
 
+Handing out the kept items. A read copies the kept items because its caller may mutate
+them. The drop-in's batch ``prepare_input_with_session`` reads only to deep-copy what it
+read for the session callback, so around its read (``kept_handout``) the read of that
+very session, an object of the SDK's ``SQLiteSession`` class itself (a subclass or a
+wrapping session may edit what it reads), hands out the kept list: one whole-history
+copy fewer a turn. The preparation copies it before anything else sees it.
+
 Not seen, as by histcore's own ``SQLiteSession``: another program rewriting
 ``message_data`` of an existing row in place without noting it in ``histcore_rewrites``,
 or deleting rows and inserting as many with ids it chose below ``last_id``.
@@ -74,10 +81,13 @@ data_version``, ``BEGIN``, the count, ``id > ?``), not the SDK's one query.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import copy
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, cast
 
@@ -90,7 +100,7 @@ from histcore.openai_agents._replacements import JsonModule, intact, named_after
 from histcore.openai_agents._watch import Watch
 from histcore.sessions._sqlite_schema import ids_never_reused, rewrite_generation
 
-__all__ = ["decode_rows", "make_get_items"]
+__all__ = ["KeptHandout", "decode_rows", "fresh_copy", "kept_handout", "make_get_items"]
 
 GetItems = Callable[..., Coroutine[Any, Any, list[Any]]]
 
@@ -139,6 +149,39 @@ def _copy(items: list[Any]) -> list[Any] | None:
         return cast("list[Any] | None", engine_items.plain_json_copy(items, allow_shared=True))
     with paused_for(items):
         return cast("list[Any] | None", engine_items.plain_json_copy(items, allow_shared=True))
+
+
+def fresh_copy(items: list[Any]) -> list[Any]:
+    """What a read would have handed out instead of the kept ``items``."""
+    copied = _copy(items)
+    return copied if copied is not None else copy.deepcopy(items)
+
+
+class KeptHandout:
+    """A read of ``session`` may hand out its kept items: ``items`` is then that list."""
+
+    __slots__ = ("items", "session")
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.items: list[Any] | None = None
+
+
+_handout: contextvars.ContextVar[KeptHandout | None] = contextvars.ContextVar(
+    "histcore_kept_handout", default=None
+)
+
+
+@contextmanager
+def kept_handout(session: Any) -> Iterator[KeptHandout]:
+    """Within the block, an unlimited read of ``session`` may hand out the kept list
+    itself (noted in the handout); the caller must copy it before anything mutates it."""
+    handout = KeptHandout(session)
+    token = _handout.set(handout)
+    try:
+        yield handout
+    finally:
+        _handout.reset(token)
 
 
 def _usable(conn: Any) -> bool:
@@ -269,8 +312,15 @@ class _Histories:
         with self._guard:
             self._by_session.pop(session, None)
 
-    def read(self, session: Any, conn: sqlite3.Connection, json_module: Any) -> list[Any]:
-        """The unlimited read through the session's history. Under the SDK's lock."""
+    def read(
+        self,
+        session: Any,
+        conn: sqlite3.Connection,
+        json_module: Any,
+        handout: KeptHandout | None = None,
+    ) -> list[Any]:
+        """The unlimited read through the session's history. Under the SDK's lock.
+        With ``handout``, the kept list itself goes out (noted there)."""
         history = self.get(session)
         version: int = conn.execute("PRAGMA data_version").fetchone()[0]
         changes = conn.total_changes
@@ -296,6 +346,9 @@ class _Histories:
                 return cast("list[Any]", items)
             history.stamp(conn, version, changes)
             self.put(session, history)
+        if handout is not None:
+            handout.items = history.items
+            return history.items
         copied = _copy(history.items)
         if copied is None:
             # Not copyable: these very objects go out, and are no longer kept.
@@ -329,12 +382,16 @@ def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None =
         ):
             return await original(self, limit)
 
+        handout = _handout.get()
+        if handout is not None and (handout.session is not self or type(self) is not sdk_class):
+            handout = None
+
         def get_items_sync() -> list[Any]:
             try:
                 with self._locked_connection() as conn:
                     if sdk_plumbing(self) and _usable(conn) and histories.can_keep(self):
                         try:
-                            return histories.read(self, conn, json_module)
+                            return histories.read(self, conn, json_module, handout)
                         except sqlite3.Error:
                             # The SDK's query below raises what the SDK would, if anything.
                             histories.forget(self)
