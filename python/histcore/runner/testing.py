@@ -52,7 +52,9 @@ class ModelCall:
 
 
 class ScriptedModel:
-    """A ``Model`` that returns queued outputs, one per call, and records every call.
+    """A ``Model`` of histcore's runner that returns queued outputs, one per call, and
+    records every call. An OpenAI Agents SDK ``Agent`` refuses it (it is not the SDK's
+    ``Model``): with the SDK, use ``histcore.openai_agents.testing.ScriptedModel``.
 
     Queue a turn's output items with ``set_next_output(items)`` or many turns with
     ``add_multiple_turn_outputs([...])``; queue an exception instance to have that
