@@ -157,6 +157,21 @@ def test_rows_that_are_not_items_are_left_without_the_flag(pg: PgStore) -> None:
     assert pg.items("s") == [user("q"), 42, call("c1", 2), output("c1")]
 
 
+def test_a_session_read_in_chunks_is_repaired_whole(
+    pg: PgStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The doctor streams a session (and its checks under the lock) a chunk at a time.
+    from histcore.cli.doctor import postgres
+
+    monkeypatch.setattr(postgres, "_CHUNK", 2)
+    pg.write({"s": [user("q"), call("c1", 1), output("c1"), call("c1", 2), output("lost")]})
+    code, report = report_json(*pg.args, "--fix")
+    assert code == 0, report
+    assert session_entry(report, "s")["fix"] == "fixed"
+    assert pg.items("s") == [user("q"), call("c1", 2), output("c1")]
+    assert report_json(*pg.args)[0] == 0
+
+
 def test_a_cached_session_reads_the_repair(pg: PgStore) -> None:
     pg.write({"s": [user("q"), call("c1", 1), output("c1"), call("c1", 2)]})
     first, second = asyncio.run(_read_fix_read(pg))

@@ -22,10 +22,11 @@ from typing import TextIO
 from histcore.cli.doctor.diagnose import Findings, analyse
 from histcore.cli.doctor.read import (
     DoctorError,
-    Row,
     RowChanges,
+    RowFacts,
     SQLiteStore,
     Store,
+    StoredForm,
     StoreLocked,
     Tables,
 )
@@ -98,9 +99,11 @@ class StoreReport:
 @dataclass
 class _Planned:
     entry: SessionReport
-    rows: list[Row]
+    #: the session as planned on, and as it reads after the repair: ids and digests
+    #: only (every session is planned before the first is repaired)
+    expected: StoredForm
     repair: Repair
-    predicted: list[Row]
+    predicted: StoredForm
 
 
 def open_store(
@@ -213,18 +216,12 @@ def _check(
     if progress is not None:
         progress.start(store.row_count(), len(selected))
     planned: list[_Planned] = []
-    drop_invalid = report.drop_invalid_rows
     for session_id in selected:
-        rows = store.read_rows(session_id)
-        analysis = analyse(rows)
-        entry = SessionReport(session_id, len(rows), analysis.findings)
-        report.sessions.append(entry)
-        if report.fix or report.dry_run:
-            plan = _plan(entry, rows, plan_repair(analysis, drop_invalid), drop_invalid)
-            if plan is not None:
-                planned.append(plan)
+        plan = _check_session(store, session_id, report)
+        if plan is not None:
+            planned.append(plan)
         if progress is not None:
-            progress.checked(len(rows))
+            progress.checked(report.sessions[-1].rows)
     if report.dry_run:
         for plan in planned:
             plan.entry.fix, plan.entry.after = "planned", None
@@ -234,6 +231,20 @@ def _check(
         _apply(store, report, planned)
     if progress is not None:
         progress.finished()
+
+
+def _check_session(store: Store, session_id: str, report: StoreReport) -> _Planned | None:
+    """Check one session into ``report``; with --fix or --dry-run, its repair."""
+    rows = store.read_facts(session_id)
+    analysis = analyse(rows)
+    entry = SessionReport(session_id, len(rows), analysis.findings)
+    report.sessions.append(entry)
+    if not (report.fix or report.dry_run):
+        return None
+    repair = plan_repair(analysis, report.drop_invalid_rows)
+    # The analysis is as large as the session: not kept while the repair's is made.
+    del analysis
+    return _plan(entry, rows, repair, report.drop_invalid_rows)
 
 
 def _selected(store: Store, session: str | None) -> list[str]:
@@ -246,7 +257,7 @@ def _selected(store: Store, session: str | None) -> list[str]:
 
 
 def _plan(
-    entry: SessionReport, rows: list[Row], repair: Repair, drop_invalid: bool
+    entry: SessionReport, rows: list[RowFacts], repair: Repair, drop_invalid: bool
 ) -> _Planned | None:
     """Decide what --fix does with one session; the repair to apply, if any."""
     findings = entry.findings
@@ -266,7 +277,7 @@ def _plan(
         entry.fix, entry.reason = "skipped", "its repair would not settle; left untouched"
         return None
     entry.fix, entry.repair, entry.after = "fixed", repair, after.findings
-    return _Planned(entry, rows, repair, predicted)
+    return _Planned(entry, StoredForm(rows), repair, StoredForm(predicted))
 
 
 def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> None:
@@ -293,7 +304,7 @@ def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> No
 def _repair(store: Store, plan: _Planned) -> None:
     entry = plan.entry
     repair = plan.repair
-    changes = RowChanges(plan.rows, repair.updates, repair.deletions, plan.predicted)
+    changes = RowChanges(plan.expected, repair.updates, repair.deletions, plan.predicted)
     if not store.repair(entry.session_id, changes):
         entry.fix, entry.repair, entry.after = "skipped", None, None
         entry.reason = (

@@ -12,6 +12,9 @@ dedupe leaves them, with the stored items as ``history``: outputs without a call
 calls without an output, duplicate ids, reasoning items without the item they produced
 and items without their reasoning item. A call at the end that awaits its output (a
 run paused for approval) is reported as information, not as a problem.
+
+The items here are the rows' stand-ins (``facts.py``): the fields every one of these
+rules reads, and nothing else of the item.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from histcore.cli.doctor.dedupe import Dedupe, dedupe
-from histcore.cli.doctor.read import Row
+from histcore.cli.doctor.read import BAD_CALL_ID, INVALID, NOT_ITEM, RowFacts
 from histcore.engine.items import InputProblem, input_problems
 from histcore.engine.pairing import outputs_before_call
 
@@ -97,8 +100,8 @@ class Findings:
 class Analysis:
     """One session read through the rules: what ``diagnose`` reports and ``--fix`` uses."""
 
-    rows: list[Row]
-    #: positions (into ``rows``) of the session's items, and the items
+    rows: list[RowFacts]
+    #: positions (into ``rows``) of the session's items, and the items (their stand-ins)
     item_rows: list[int]
     items: list[Any]
     dedupe: Dedupe
@@ -108,21 +111,21 @@ class Analysis:
     problems: list[InputProblem]
     findings: Findings
 
-    def row_of(self, deduped_position: int) -> Row:
+    def row_of(self, deduped_position: int) -> RowFacts:
         """The row that holds the item at ``deduped_position`` after the dedupe."""
         return self.rows[self.item_rows[self.dedupe.kept[deduped_position]]]
 
 
-def diagnose(rows: Sequence[Row]) -> Findings:
+def diagnose(rows: Sequence[RowFacts]) -> Findings:
     """The problems of one session's rows (in id order)."""
     return analyse(rows).findings
 
 
-def analyse(rows: Sequence[Row]) -> Analysis:
+def analyse(rows: Sequence[RowFacts]) -> Analysis:
     """One session's rows (in id order) through every rule."""
     findings = Findings()
     item_rows = _set_aside(rows, findings)
-    items = [rows[position].item for position in item_rows]
+    items: list[Any] = [rows[position].item for position in item_rows]  # their stand-ins
     early = outputs_before_call(items)
     findings.outputs_before_call = [items[position]["call_id"] for position in early]
     plan = dedupe(items)
@@ -144,16 +147,16 @@ def analyse(rows: Sequence[Row]) -> Analysis:
     return analysis
 
 
-def _set_aside(rows: Sequence[Row], findings: Findings) -> list[int]:
+def _set_aside(rows: Sequence[RowFacts], findings: Findings) -> list[int]:
     """Record the rows the rules cannot place; the positions of the others."""
     kept = []
     for position, row in enumerate(rows):
-        if not row.valid:
+        if row.kind == INVALID:
             findings.invalid_rows.append(row.row_id)
             findings.invalid_reasons[row.row_id] = row.reason or "not JSON"
-        elif not isinstance(row.item, dict):
+        elif row.kind == NOT_ITEM:
             findings.not_items.append(row.row_id)
-        elif "call_id" in row.item and not isinstance(row.item["call_id"], str):
+        elif row.kind == BAD_CALL_ID:
             findings.bad_call_ids.append(row.row_id)
         else:
             kept.append(position)

@@ -107,7 +107,7 @@ class Linked:
         self,
         conn: sqlite3.Connection,
         session_id: str,
-        updates: Sequence[tuple[int, int, Any]],
+        updates: Sequence[tuple[int, int]],
         deletions: Sequence[int],
     ) -> None:
         """The linked rows' part of a repair, before the messages themselves change."""
@@ -126,7 +126,7 @@ class Linked:
             "WHERE session_id = ? AND message_id = ?)",
             [
                 (*(session_id, source_id) * 2, session_id, row_id, session_id, source_id)
-                for row_id, source_id, _ in updates
+                for row_id, source_id in updates
             ],
         )
         turns: set[tuple[Any, Any]] = set()

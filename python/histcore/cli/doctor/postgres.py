@@ -27,11 +27,13 @@ from histcore.cli.doctor.read import (
     DoctorError,
     Row,
     RowChanges,
+    RowFacts,
     StoreLocked,
     Tables,
     backup_stamp,
     decode_text,
-    stored_form,
+    stored_pairs,
+    text_facts,
 )
 
 __all__ = ["CONNECT_TIMEOUT", "PostgresStore"]
@@ -41,6 +43,8 @@ __all__ = ["CONNECT_TIMEOUT", "PostgresStore"]
 CONNECT_TIMEOUT = 5
 
 _LOCK_NOT_AVAILABLE = "55P03"
+# Rows a read fetches from the server at once.
+_CHUNK = 10_000
 # Column types of the SDK's SQLAlchemySession tables (SQLAlchemy's Integer and String).
 _INTEGERS = ("integer", "bigint")
 _TEXTS = ("character varying", "text")
@@ -194,21 +198,34 @@ class PostgresStore:
 
     def read_rows(self, session_id: str) -> list[Row]:
         with self._errors():
-            return self._read(session_id)
+            return [
+                decode_text(int(row_id), text, f"{self._text} is NULL")
+                for row_id, text in self._stored_rows(session_id)
+            ]
 
-    def _stored(self, session_id: str) -> list[tuple[int, Any]]:
-        found = self._execute(
+    def _stored_rows(self, session_id: str) -> Iterator[tuple[Any, Any]]:
+        """The session's ``(id, stored text)`` rows in order: one statement (one
+        snapshot) read _CHUNK rows at a time through a server-side cursor, so the whole
+        session is never in memory at once. Read to its end (``StoredForm.matches``
+        reads it all), so its transaction always ends with it."""
+        query = (
             f"SELECT id, {self._text} FROM {self._tables.messages} "
-            f"WHERE session_id = %s ORDER BY {self._ordered_by}",
-            (session_id,),
+            f"WHERE session_id = %s ORDER BY {self._ordered_by}"
         )
-        return [(int(row_id), text) for row_id, text in found]
+        with self._conn.transaction(), self._conn.cursor(name="histcore_doctor_rows") as cursor:
+            cursor.execute(query, (session_id,))
+            while chunk := cursor.fetchmany(_CHUNK):
+                yield from chunk
 
-    def _read(self, session_id: str) -> list[Row]:
-        return [
-            decode_text(row_id, text, f"{self._text} is NULL")
-            for row_id, text in self._stored(session_id)
-        ]
+    def _stored(self, session_id: str) -> Iterator[tuple[int, bytes]]:
+        return stored_pairs(self._stored_rows(session_id))
+
+    def read_facts(self, session_id: str) -> list[RowFacts]:
+        with self._errors():
+            return [
+                text_facts(int(row_id), text, f"{self._text} is NULL")
+                for row_id, text in self._stored_rows(session_id)
+            ]
 
     def write_backup(self, session_ids: Sequence[str]) -> str:
         """Every row of ``session_ids``, copied to a new table; its name."""
@@ -240,14 +257,14 @@ class PostgresStore:
             self._execute(
                 f"SELECT 1 FROM {sessions} WHERE session_id = %s FOR UPDATE", (session_id,)
             )
-            if self._stored(session_id) != stored_form(changes.expected):
+            if not changes.expected.matches(self._stored(session_id)):
                 return False
             copied = (
                 "message_data = src.message_data"
                 if self._sdk_layout
                 else "message_text = src.message_text, message_data = src.message_data"
             )
-            for row_id, source_id, _ in changes.updates:
+            for row_id, source_id in changes.updates:
                 self._execute(
                     f"UPDATE {messages} AS dst SET {copied} FROM {messages} AS src "
                     "WHERE dst.id = %s AND dst.session_id = %s AND src.id = %s",
@@ -262,7 +279,7 @@ class PostgresStore:
                     f"UPDATE {sessions} SET generation = txid_current() WHERE session_id = %s",
                     (session_id,),
                 )
-            if self._stored(session_id) != stored_form(changes.predicted):
+            if not changes.predicted.matches(self._stored(session_id)):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "
                     "planned; nothing of this transaction was changed"

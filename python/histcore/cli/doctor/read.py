@@ -4,21 +4,30 @@ A ``Store`` (SQLite here, PostgreSQL in ``postgres.py``) gives the doctor what i
 of a session store: the session ids, the rows no session reads, one session's rows (each
 read a statement of its own, so no lock is held between them), a backup, and the repair
 of one session in one short write transaction.
+
+The doctor reads a session as ``RowFacts``: per row its id, what it is, the fields of
+its item the rules read (``facts.py``) and a digest of its stored data, so a session of
+10^6 items takes well under a gigabyte. A repair compares digests (``StoredForm``)
+under the write lock and reads there the data of the rows it rewrites.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Protocol
 
+from histcore.cli.doctor.facts import stand_in
 from histcore.cli.doctor.linked import Linked
 from histcore.sessions._sqlite_schema import note_rewrite
 from histcore.sessions.base import MESSAGES_TABLE, SESSIONS_TABLE
@@ -26,25 +35,37 @@ from histcore.sessions.rows import CorruptRow, decode_json
 from histcore.sessions.sql_store import check_table_name
 
 __all__ = [
+    "BAD_CALL_ID",
+    "DIGEST_SIZE",
+    "INVALID",
+    "ITEM",
     "MESSAGES_TABLE",
+    "NOT_ITEM",
     "SESSIONS_TABLE",
     "DoctorError",
     "Row",
     "RowChanges",
+    "RowFacts",
     "SQLiteStore",
     "Store",
     "StoreLocked",
+    "StoredForm",
     "Tables",
     "backup_stamp",
+    "data_digest",
     "decode_text",
+    "row_facts",
     "row_ids_text",
-    "stored_form",
+    "stored_pairs",
+    "text_facts",
 ]
 
 # The longest pause after a repair's transaction (see SQLiteStore.transaction).
 _MAX_PAUSE = 1.0
 # Rows (rowids) a statement reads at most, where a read need not be one snapshot.
 _CHUNK = 10_000
+# Row ids a statement names at most (SQLite before 3.32 takes 999 parameters).
+_IDS_PER_STATEMENT = 500
 
 
 class DoctorError(Exception):
@@ -77,8 +98,17 @@ class Tables:
                 raise DoctorError(f"{name!r} is not a plain SQL table name") from None
 
 
+#: What a row is to the rules, in the order ``diagnose`` sets rows aside.
+INVALID, NOT_ITEM, BAD_CALL_ID, ITEM = "invalid", "not_item", "bad_call_id", "item"
+#: Bytes of a digest of a row's stored data.
+DIGEST_SIZE = 16
+
+
 @dataclass(frozen=True)
 class Row:
+    """One stored row, whole: its stored data and its decoded item (``histcore bench
+    --store`` reads sessions so; the doctor keeps only ``RowFacts``)."""
+
     row_id: int
     data: Any  # message_data exactly as stored (written back unchanged)
     item: Any  # the decoded item, when ``valid``
@@ -87,21 +117,91 @@ class Row:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """One stored row as the doctor keeps it: not its decoded item nor its stored data
+    (a session of 10^6 rows would not fit in memory), but what the rules read of the
+    item and a digest of the data, which a repair compares."""
+
+    row_id: int
+    #: ``data_digest`` of message_data exactly as stored
+    digest: bytes
+    #: INVALID, NOT_ITEM, BAD_CALL_ID or ITEM (only ITEM rows are the session's items)
+    kind: str
+    #: what the rules read of the item (``facts.stand_in``), when ``kind`` is ITEM
+    item: dict[str, Any] | None = None
+    #: why the row is not valid JSON (not UTF-8, not JSON, nested too deeply, NULL, ...)
+    reason: str | None = None
+
+
+class StoredForm:
+    """A session's rows as a repair compares them: the ids in order, each with the
+    digest of its stored data (24 bytes a row)."""
+
+    __slots__ = ("_digests", "_ids")
+
+    def __init__(self, rows: Iterable[RowFacts]) -> None:
+        self._ids = array("q")
+        digests = bytearray()
+        for row in rows:
+            self._ids.append(row.row_id)
+            digests += row.digest
+        self._digests = bytes(digests)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        for position, row_id in enumerate(self._ids):
+            start = position * DIGEST_SIZE
+            yield row_id, self._digests[start : start + DIGEST_SIZE]
+
+    def matches(self, stored: Iterable[tuple[int, bytes]]) -> bool:
+        """Whether ``stored`` (ids and digests in order, as a store reads them now) is
+        this session: the same rows, each holding the same data. ``stored`` is read to
+        its end, so a store's statement behind it always finishes."""
+        same = True
+        for found, wanted in zip_longest(stored, self, fillvalue=None):
+            same = same and found == wanted
+        return same
+
+
 @dataclass(frozen=True)
 class RowChanges:
     """One session's repair as a store applies it: while the session still holds
-    ``expected``, give each ``(row id, source row id, source data)`` of ``updates`` its
-    source's data and delete ``deletions``; the session then reads as ``predicted``."""
+    ``expected``, give each ``(row id, source row id)`` of ``updates`` its source's
+    stored data and delete ``deletions``; the session then reads as ``predicted``."""
 
-    expected: Sequence[Row]
-    updates: Sequence[tuple[int, int, Any]]
+    expected: StoredForm
+    updates: Sequence[tuple[int, int]]
     deletions: Sequence[int]
-    predicted: Sequence[Row]
+    predicted: StoredForm
 
 
-def stored_form(rows: Sequence[Row]) -> list[tuple[int, Any]]:
-    """The rows as a repair compares them: ids and stored data."""
-    return [(row.row_id, row.data) for row in rows]
+def data_digest(data: Any) -> bytes:
+    """A digest of stored data (str, bytes or None): equal for two values when they are
+    equal, and (but with a chance of 2^-128) only then. A repair compares these
+    instead of keeping every row's data; a str and bytes of one text differ."""
+    if data is None:
+        return _digest(_NULL, b"")
+    if isinstance(data, str):
+        return _digest(_STR, data.encode("utf-8", "surrogatepass"))
+    return _digest(_BYTES, bytes(data))
+
+
+# What a digest says the stored data was (blake2b's personalisation: the same bytes
+# stored as TEXT and as BLOB digest apart).
+_NULL, _STR, _BYTES = b"null", b"str", b"bytes"
+
+
+def _digest(kind: bytes, raw: bytes) -> bytes:
+    return hashlib.blake2b(raw, digest_size=DIGEST_SIZE, person=kind).digest()
+
+
+def stored_pairs(found: Iterable[tuple[Any, Any]]) -> Iterator[tuple[int, bytes]]:
+    """``(id, stored data)`` pairs as a repair compares them: ids and data digests."""
+    for row_id, data in found:
+        yield int(row_id), data_digest(data)
 
 
 def decode_text(row_id: int, data: Any, missing: str | None = None) -> Row:
@@ -114,6 +214,28 @@ def decode_text(row_id: int, data: Any, missing: str | None = None) -> Row:
         return Row(row_id, data, decode_json(data), True)
     except CorruptRow as exc:
         return Row(row_id, data, None, False, exc.reason)
+
+
+def text_facts(row_id: int, data: Any, missing: str | None = None) -> RowFacts:
+    """``row_facts`` of the row stored as ``data`` (str, bytes or None)."""
+    return row_facts(row_id, data_digest(data), data, missing)
+
+
+def row_facts(row_id: int, digest: bytes, data: Any, missing: str | None = None) -> RowFacts:
+    """The facts of the row whose stored data has ``digest`` and reads as ``data``
+    (None: ``missing`` says why there is none), decoded as ``decode_text`` decodes it;
+    of the item only what the rules read is kept."""
+    if data is None:
+        return RowFacts(row_id, digest, INVALID, reason=missing or "NULL, not text")
+    try:
+        value = decode_json(data)
+    except CorruptRow as exc:
+        return RowFacts(row_id, digest, INVALID, reason=exc.reason)
+    if not isinstance(value, dict):
+        return RowFacts(row_id, digest, NOT_ITEM)
+    if "call_id" in value and not isinstance(value["call_id"], str):
+        return RowFacts(row_id, digest, BAD_CALL_ID)
+    return RowFacts(row_id, digest, ITEM, stand_in(value))
 
 
 def row_ids_text(row_ids: Sequence[int], limit: int = 8) -> str:
@@ -145,7 +267,11 @@ class Store(Protocol):
         ...
 
     def read_rows(self, session_id: str) -> list[Row]:
-        """One session's rows in id order (the conversation's order)."""
+        """One session's rows in id order (the conversation's order), whole."""
+        ...
+
+    def read_facts(self, session_id: str) -> list[RowFacts]:
+        """``read_rows``, but only the facts of each row: what the doctor checks."""
         ...
 
     def write_backup(self, session_ids: Sequence[str]) -> str:
@@ -284,13 +410,27 @@ class SQLiteStore:
 
     def read_rows(self, session_id: str) -> list[Row]:
         with self._errors():
-            return self._read(session_id)
+            return [
+                _sqlite_row(int(row_id), raw, str(kind))
+                for chunk in self._session_chunks(session_id)
+                for row_id, raw, kind in chunk
+            ]
 
-    def _read(self, session_id: str) -> list[Row]:
-        # In chunks of rows, each fetched before it is decoded, so no statement holds
+    def read_facts(self, session_id: str) -> list[RowFacts]:
+        # Chunk by chunk, each fetched before it is decoded, so no statement holds
         # writers off for long. Not one snapshot, but a repair compares the session
-        # under the write lock before it changes anything.
-        rows: list[Row] = []
+        # under the write lock before it changes anything. A chunk's data and decoded
+        # items go once its facts are made.
+        with self._errors():
+            return [
+                _sqlite_facts(int(row_id), raw, str(kind))
+                for chunk in self._session_chunks(session_id)
+                for row_id, raw, kind in chunk
+            ]
+
+    def _session_chunks(self, session_id: str) -> Iterator[list[tuple[Any, ...]]]:
+        """The session's ``(id, data as bytes, storage class)`` rows in id order, _CHUNK
+        rows a statement."""
         after = -(2**63)
         while True:
             chunk = self._conn.execute(
@@ -299,19 +439,34 @@ class SQLiteStore:
                 "ORDER BY id ASC LIMIT ?",
                 (session_id, after, _CHUNK),
             ).fetchall()
-            rows += [_sqlite_row(int(row_id), raw, str(kind)) for row_id, raw, kind in chunk]
+            yield chunk
             if len(chunk) < _CHUNK:
-                return rows
-            after = rows[-1].row_id
+                return
+            after = chunk[-1][0]
 
-    def _stored(self, session_id: str) -> list[tuple[int, Any]]:
-        # What a repair compares under the write lock: ids and stored data, undecoded.
-        found = self._conn.execute(
-            f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
-            f"FROM {self._tables.messages} WHERE session_id = ? ORDER BY id ASC",
-            (session_id,),
-        ).fetchall()
-        return [(int(row_id), _stored_data(raw, str(kind))) for row_id, raw, kind in found]
+    def _stored(self, session_id: str) -> Iterator[tuple[int, bytes]]:
+        # What a repair compares under the write lock (so the chunks are one view):
+        # ids and digests of the stored data, never the whole session's data at once.
+        for chunk in self._session_chunks(session_id):
+            for row_id, raw, kind in chunk:
+                yield int(row_id), _stored_digest(raw, str(kind))
+
+    def _stored_data_of(self, session_id: str, row_ids: Iterable[int]) -> dict[int, Any]:
+        """The stored data of these rows of the session (as a repair writes it back)."""
+        wanted = sorted(set(row_ids))
+        found: dict[int, Any] = {}
+        for start in range(0, len(wanted), _IDS_PER_STATEMENT):
+            some = wanted[start : start + _IDS_PER_STATEMENT]
+            found.update(
+                (int(row_id), _stored_data(raw, str(kind)))
+                for row_id, raw, kind in self._conn.execute(
+                    f"SELECT id, CAST(message_data AS BLOB), typeof(message_data) "
+                    f"FROM {self._tables.messages} WHERE session_id = ? "
+                    f"AND id IN ({', '.join('?' * len(some))})",
+                    (session_id, *some),
+                )
+            )
+        return found
 
     def write_backup(self, session_ids: Sequence[str]) -> str:
         """Copy every row of ``session_ids`` to ``PATH.bak-<UTC time>`` (never
@@ -403,15 +558,17 @@ class SQLiteStore:
     def repair(self, session_id: str, changes: RowChanges) -> bool:
         updates, deletions = changes.updates, changes.deletions
         with self._errors():
-            if self._stored(session_id) != stored_form(changes.expected):
+            if not changes.expected.matches(self._stored(session_id)):
                 return False
             if not self._linked.still_one_branch(self._conn, session_id):
                 return False
+            # The session holds the rows planned on: its sources hold the data planned on.
+            data = self._stored_data_of(session_id, [source for _, source in updates])
             self._linked.repair(self._conn, session_id, updates, deletions)
             messages = self._tables.messages
             self._conn.executemany(
                 f"UPDATE {messages} SET message_data = ? WHERE id = ? AND session_id = ?",
-                [(data, row_id, session_id) for row_id, _, data in updates],
+                [(data[source], row_id, session_id) for row_id, source in updates],
             )
             self._conn.executemany(
                 f"DELETE FROM {messages} WHERE id = ? AND session_id = ?",
@@ -421,7 +578,7 @@ class SQLiteStore:
                 # Sessions that cache the history notice appends and removals, not
                 # a row rewritten in place: this tells them.
                 note_rewrite(self._conn, messages, session_id)
-            if self._stored(session_id) != stored_form(changes.predicted):
+            if not changes.predicted.matches(self._stored(session_id)):
                 raise DoctorError(
                     f"{self.name}: session {session_id!r} did not read back as its repair "
                     "planned; nothing of this transaction was changed"
@@ -466,6 +623,15 @@ def _stored_data(raw: bytes | None, kind: str) -> Any:
         return bytes(raw)
 
 
+def _stored_digest(raw: bytes | None, kind: str) -> bytes:
+    """``data_digest`` of the row's ``_stored_data``."""
+    data = _stored_data(raw, kind)
+    if isinstance(data, str) and raw is not None:
+        # The str is ``raw`` decoded as UTF-8: digest those bytes, not the str encoded.
+        return _digest(_STR, bytes(raw))
+    return data_digest(data)
+
+
 def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
     data = _stored_data(raw, kind)
     if data is None:
@@ -473,3 +639,11 @@ def _sqlite_row(row_id: int, raw: bytes | None, kind: str) -> Row:
     # Decoded from the bytes the session reads (TEXT and BLOB alike), kept as stored.
     found = decode_text(row_id, bytes(raw) if raw is not None else None)
     return dataclasses.replace(found, data=data)
+
+
+def _sqlite_facts(row_id: int, raw: bytes | None, kind: str) -> RowFacts:
+    digest = _stored_digest(raw, kind)
+    if kind not in ("text", "blob") or raw is None:
+        return row_facts(row_id, digest, None, f"message_data is {kind.upper()}, not text")
+    # Decoded from the bytes the session reads (TEXT and BLOB alike), as _sqlite_row.
+    return row_facts(row_id, digest, bytes(raw))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from histcore.cli.doctor.diagnose import AWAITING, Analysis
-from histcore.cli.doctor.read import Row
+from histcore.cli.doctor.read import RowFacts
 from histcore.engine.items import repair_input
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 
@@ -33,8 +33,8 @@ __all__ = ["Repair", "plan_repair", "repaired_rows"]
 class Repair:
     """Row changes that repair one session: rewritten rows, then deleted rows."""
 
-    #: (row id, id of the row whose stored data it takes, that data)
-    updates: tuple[tuple[int, int, Any], ...]
+    #: (row id, id of the row whose stored data it takes)
+    updates: tuple[tuple[int, int], ...]
     deletions: tuple[int, ...]
     #: how many of the deletions each step made
     deduped: int = 0
@@ -53,7 +53,7 @@ def plan_repair(analysis: Analysis, drop_invalid: bool = False) -> Repair:
     deduped = [item_row[position].row_id for position in plan.removed]
     dropped = {analysis.row_of(position).row_id for position in _unit_drops(analysis)}
     updates = tuple(
-        (item_row[anchor].row_id, item_row[source].row_id, item_row[source].data)
+        (item_row[anchor].row_id, item_row[source].row_id)
         for anchor, source in zip(plan.kept, plan.content, strict=True)
         if anchor != source and item_row[anchor].row_id not in dropped
     )
@@ -79,11 +79,12 @@ def _stand_in_output(call: dict[str, Any]) -> dict[str, Any]:
     return {"type": CALL_TO_OUTPUT_TYPE[call["type"]], "call_id": call["call_id"], "output": ""}
 
 
-def repaired_rows(rows: Sequence[Row], repair: Repair) -> list[Row]:
+def repaired_rows(rows: Sequence[RowFacts], repair: Repair) -> list[RowFacts]:
     """The session's rows as they read after ``repair``."""
     deleted = set(repair.deletions)
-    source = {row_id: source_id for row_id, source_id, _ in repair.updates}
-    by_id = {row.row_id: row for row in rows}
+    source = dict(repair.updates)
+    sources = set(source.values())
+    by_id = {row.row_id: row for row in rows if row.row_id in sources}
     return [
         row
         if row.row_id not in source

@@ -152,7 +152,7 @@ def _fix_lines(entry: SessionReport) -> list[str]:
             f"row ids {row_id_ranges(repair.deletions)}"
         )
         if repair.updates:
-            rewritten = sorted(row_id for row_id, _, _ in repair.updates)
+            rewritten = sorted(row_id for row_id, _ in repair.updates)
             lines.append(
                 f"  --fix would give {len(rewritten)} row(s) their latest content: "
                 f"row ids {row_id_ranges(rewritten)}"
@@ -287,6 +287,6 @@ def _session_json(entry: SessionReport) -> dict[str, Any]:
         "fix": entry.fix,
         "reason": entry.reason,
         "removed_rows": list(repair.deletions) if repair else [],
-        "rewritten_rows": [row_id for row_id, _, _ in repair.updates] if repair else [],
+        "rewritten_rows": [row_id for row_id, _ in repair.updates] if repair else [],
         "left": entry.left,
     }
