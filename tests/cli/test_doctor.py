@@ -197,6 +197,25 @@ def test_text_report_names_the_problems(store: str) -> None:
     assert "run with --fix" in out
 
 
+def test_text_report_lines_name_the_first_eight_and_count_the_rest(store: str) -> None:
+    # A large store can repeat hundreds of thousands of calls: each line stays short,
+    # and --json still lists every one.
+    items = [user("q")]
+    for n in range(10):
+        items += [call(f"c{n}"), output(f"c{n}"), call(f"c{n}", 2), output(f"c{n}")]
+    write_store(store, {"s": items})
+    code, out, _ = run_cli(store)
+    assert code == 1
+    line = next(line for line in out.splitlines() if "duplicate calls:" in line)
+    assert line == "  duplicate calls: " + ", ".join(f"c{n} (+1)" for n in range(8)) + (
+        ", ... (10 in all)"
+    )
+    code, out, _ = run_cli(store, "--json")
+    assert code == 1
+    details = session_entry(json.loads(out), "s")["details"]
+    assert details["duplicate_calls"] == {f"c{n}": 1 for n in range(10)}
+
+
 def test_session_option_checks_only_that_session(store: str) -> None:
     write_store(store, {"bad": [call("c1"), call("c1")], "good": [user("x")]})
     code, report = report_json(store, "--session", "good")

@@ -95,8 +95,14 @@ def render_text(report: StoreReport, quiet: bool = False) -> str:
 
 
 def _spots(spots: list[Spot]) -> str:
-    shown = [f"{spot.detail or '(no id)'} (row {spot.row_id})" for spot in spots[:8]]
-    return ", ".join(shown) + (f", ... ({len(spots)} in all)" if len(spots) > 8 else "")
+    return _first([f"{spot.detail or '(no id)'} (row {spot.row_id})" for spot in spots])
+
+
+def _first(names: list[str], limit: int = 8) -> str:
+    """The first ``limit`` names, then how many there are (a line stays a line: a
+    large store can hold hundreds of thousands; ``--json`` lists them all)."""
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
 def _detail_lines(findings: Findings) -> list[str]:
@@ -111,13 +117,13 @@ def _detail_lines(findings: Findings) -> list[str]:
     if findings.bad_call_ids:
         lines.append(f"  call_id not a string: row ids {row_ids_text(findings.bad_call_ids)}")
     if findings.outputs_before_call:
-        lines.append(f"  output before its call: {', '.join(findings.outputs_before_call)}")
+        lines.append(f"  output before its call: {_first(findings.outputs_before_call)}")
     for label, found in (
         ("duplicate calls", findings.duplicate_calls),
         ("duplicate outputs", findings.duplicate_outputs),
     ):
         if found:
-            lines.append(f"  {label}: " + ", ".join(f"{k} (+{v})" for k, v in found.items()))
+            lines.append(f"  {label}: " + _first([f"{k} (+{v})" for k, v in found.items()]))
     for kind in UNIT_KINDS:
         if findings.unit.get(kind):
             lines.append(f"  {_UNIT_DETAIL[kind]}: {_spots(findings.unit[kind])}")
