@@ -20,12 +20,12 @@ import os
 import sqlite3
 import time
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from histcore.cli.doctor.facts import stand_in
 from histcore.cli.doctor.linked import Linked
@@ -59,6 +59,8 @@ __all__ = [
     "stored_pairs",
     "text_facts",
 ]
+
+_Made = TypeVar("_Made")
 
 # The longest pause after a repair's transaction (see SQLiteStore.transaction).
 _MAX_PAUSE = 1.0
@@ -409,21 +411,19 @@ class SQLiteStore:
         return self._row_count
 
     def read_rows(self, session_id: str) -> list[Row]:
-        with self._errors():
-            return [
-                _sqlite_row(int(row_id), raw, str(kind))
-                for chunk in self._session_chunks(session_id)
-                for row_id, raw, kind in chunk
-            ]
+        return self._each_row(session_id, _sqlite_row)
 
     def read_facts(self, session_id: str) -> list[RowFacts]:
+        # A chunk's data and decoded items go once its facts are made.
+        return self._each_row(session_id, _sqlite_facts)
+
+    def _each_row(self, session_id: str, make: Callable[[int, Any, str], _Made]) -> list[_Made]:
         # Chunk by chunk, each fetched before it is decoded, so no statement holds
         # writers off for long. Not one snapshot, but a repair compares the session
-        # under the write lock before it changes anything. A chunk's data and decoded
-        # items go once its facts are made.
+        # under the write lock before it changes anything.
         with self._errors():
             return [
-                _sqlite_facts(int(row_id), raw, str(kind))
+                make(int(row_id), raw, str(kind))
                 for chunk in self._session_chunks(session_id)
                 for row_id, raw, kind in chunk
             ]
