@@ -210,18 +210,40 @@ pub fn item_key<'py>(
 
 /// Each item's dedupe key as an id (None if unkeyed; equal keys, equal ids), and an id bound.
 pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
+    let mut reader = Reader::new(items.py());
+    let keys = keyed(items, |item, builder| {
+        item_key(&mut reader, item, builder).map(Some)
+    })?;
+    Ok(keys.expect("every item is keyed"))
+}
+
+/// [`key_ids`] of items that all pass [`ScreenedItem::of`], or None: one pass, each item's
+/// fields looked up once for the screen and its key.
+pub fn screened_key_ids(items: &Items<'_>) -> PyResult<Option<(Vec<Option<Keyed>>, usize)>> {
+    keyed(items, |item, builder| match ScreenedItem::of(&item)? {
+        Some(mut screened) => builder.build(&mut screened).map(Some),
+        None => Ok(None),
+    })
+}
+
+/// The key ids of `key` over the items, numbered; None as soon as `key` gives None.
+fn keyed<'py>(
+    items: &Items<'py>,
+    mut key: impl FnMut(Bound<'py, PyAny>, &mut KeyBuilder) -> PyResult<Option<Option<KeyInfo>>>,
+) -> PyResult<Option<(Vec<Option<Keyed>>, usize)>> {
     let py = items.py();
-    let mut reader = Reader::new(py);
     let mut strings = Strings::reuse();
     let mut builder = KeyBuilder::default();
     let mut keys = Vec::with_capacity(items.len());
     for item in items.iter() {
-        keys.push(
-            item_key(&mut reader, item?, &mut builder)?.map(|info| Keyed {
-                id: strings.push(builder.key()),
-                precursor: info.precursor,
-            }),
-        );
+        let Some(info) = key(item?, &mut builder)? else {
+            strings.recycle();
+            return Ok(None);
+        };
+        keys.push(info.map(|info| Keyed {
+            id: strings.push(builder.key()),
+            precursor: info.precursor,
+        }));
     }
     let key_count = strings.len();
     maybe_detach(py, items.len(), || {
@@ -231,45 +253,100 @@ pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
         }
     });
     strings.recycle();
-    Ok((keys, key_count))
+    Ok(Some((keys, key_count)))
 }
 
-/// `item` as a dict payload when its dedupe key is by construction the SDK's `_dedupe_key`:
-/// an exact dict with exact-str-or-missing `type` and `id`, other id fields holding no str
-/// subclass (which could answer the SDK's f-strings, set lookups and `==` its own way).
-pub fn screened_payload<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<DictPayload<'py>>> {
-    if !item.is_exact_instance_of::<PyDict>() {
-        return Ok(None);
-    }
-    let py = item.py();
-    let payload = DictPayload { dict: item.clone() };
-    if let Some(kind) = payload.lookup(intern!(py, "type"))? {
-        if !kind.is_exact_instance_of::<PyString>() {
-            return Ok(None);
-        }
-    }
-    if let Some(identity) = payload.lookup(intern!(py, "id"))? {
-        if !identity.is_none() && !identity.is_exact_instance_of::<PyString>() {
-            return Ok(None);
-        }
-    }
-    for name in [intern!(py, "call_id"), intern!(py, "approval_request_id")] {
-        if let Some(value) = payload.lookup(name)? {
-            if !value.is_exact_instance_of::<PyString>() && value.is_instance_of::<PyString>() {
-                return Ok(None);
-            }
-        }
-    }
-    Ok(Some(payload))
+/// An item whose dedupe key is by construction the SDK's `_dedupe_key`: an exact dict with
+/// exact-str-or-missing `type` and `id`, other id fields holding no str subclass (which
+/// could answer the SDK's f-strings, set lookups and `==` its own way). The fields the
+/// screen reads are kept (owned) for the key, so each is looked up once.
+pub struct ScreenedItem<'py> {
+    payload: DictPayload<'py>,
+    kind: Option<Bound<'py, PyAny>>,
+    id: Option<Bound<'py, PyAny>>,
+    call_id: Option<Bound<'py, PyAny>>,
+    approval_request_id: Option<Bound<'py, PyAny>>,
 }
 
-pub fn all_screened(items: &Items<'_>) -> PyResult<bool> {
-    for item in items.iter() {
-        if screened_payload(&item?)?.is_none() {
+impl<'py> ScreenedItem<'py> {
+    pub fn of(item: &Bound<'py, PyAny>) -> PyResult<Option<Self>> {
+        let Some(payload) = DictPayload::of_exact(item.clone()) else {
+            return Ok(None);
+        };
+        let py = item.py();
+        let field = |name| {
+            payload
+                .lookup(name)
+                .map(|value| value.map(FieldValue::into_owned))
+        };
+        let kind = field(intern!(py, "type"))?;
+        if kind
+            .as_ref()
+            .is_some_and(|kind| !kind.is_exact_instance_of::<PyString>())
+        {
+            return Ok(None);
+        }
+        // `lookup` reads a stored None as missing.
+        let id = field(intern!(py, "id"))?;
+        if id
+            .as_ref()
+            .is_some_and(|id| !id.is_exact_instance_of::<PyString>())
+        {
+            return Ok(None);
+        }
+        let call_id = field(intern!(py, "call_id"))?;
+        let approval_request_id = field(intern!(py, "approval_request_id"))?;
+        let str_subclass =
+            |value: &Bound<'_, PyAny>| !value.is_exact_instance_of::<PyString>() && is_str(value);
+        if call_id.iter().chain(&approval_request_id).any(str_subclass) {
+            return Ok(None);
+        }
+        Ok(Some(ScreenedItem {
+            payload,
+            kind,
+            id,
+            call_id,
+            approval_request_id,
+        }))
+    }
+}
+
+impl ItemFields for ScreenedItem<'_> {
+    type Error = PyErr;
+
+    fn has_role(&mut self) -> PyResult<bool> {
+        let py = self.payload.py();
+        Ok(self.payload.lookup(intern!(py, "role"))?.is_some())
+    }
+
+    fn kind(&mut self, text: &mut Vec<u8>) -> PyResult<bool> {
+        text.clear();
+        // The screen let through an exact str or nothing: `KeyFields::kind` without the rest.
+        if let Some(kind) = &self.kind {
+            text.extend_from_slice(str_bytes(kind)?.as_bytes());
+        }
+        if text.is_empty() {
+            text.extend_from_slice(b"None");
             return Ok(false);
         }
+        Ok(true)
     }
-    Ok(true)
+
+    fn str_field(&mut self, field: Field, text: &mut Vec<u8>) -> PyResult<bool> {
+        text.clear();
+        let value = match field {
+            Field::CallId => &self.call_id,
+            Field::Id => &self.id,
+            Field::ApprovalRequestId => &self.approval_request_id,
+        };
+        match value {
+            Some(value) if is_str(value) => {
+                text.extend_from_slice(str_bytes(value)?.as_bytes());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
 }
 
 pub fn dedupe_key<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyString>>> {
@@ -312,8 +389,16 @@ pub fn deduplicated<'py>(
     items: &Items<'py>,
     preferring_latest: bool,
 ) -> PyResult<Bound<'py, PyList>> {
+    picked(items, key_ids(items)?, preferring_latest)
+}
+
+/// The items a dedupe keeps, given their key ids.
+pub fn picked<'py>(
+    items: &Items<'py>,
+    (keys, key_count): (Vec<Option<Keyed>>, usize),
+    preferring_latest: bool,
+) -> PyResult<Bound<'py, PyList>> {
     let py = items.py();
-    let (keys, key_count) = key_ids(items)?;
     if preferring_latest {
         let slots = maybe_detach(py, items.len(), || {
             dedupe::preferring_latest(&keys, key_count)

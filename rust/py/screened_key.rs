@@ -6,7 +6,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::core::keys::KeyBuilder;
 use crate::py::args::Items;
-use crate::py::extract::{all_screened, deduplicated, screened_payload, KeyFields};
+use crate::py::extract::{picked, screened_key_ids, ScreenedItem};
 use crate::py::text::to_py_string;
 use crate::py::watch::NameWatch;
 
@@ -22,11 +22,11 @@ pub fn screened_key<'py>(
             return Ok(None);
         }
     }
-    let Some(payload) = screened_payload(item)? else {
+    let Some(mut screened) = ScreenedItem::of(item)? else {
         return Ok(None);
     };
     let mut builder = KeyBuilder::reuse();
-    let key = match builder.build(&mut KeyFields { payload: &payload })? {
+    let key = match builder.build(&mut screened)? {
         Some(_) => to_py_string(py, builder.key()).map(Bound::into_any),
         None => Ok(py.None().into_bound(py)),
     };
@@ -58,10 +58,10 @@ pub fn screened_deduplicate<'py>(
         return Ok(py.NotImplemented().into_bound(py));
     }
     let items = Items::of(items, "items")?;
-    if !all_screened(&items)? {
-        return Ok(py.NotImplemented().into_bound(py));
+    match screened_key_ids(&items)? {
+        Some(keys) => Ok(picked(&items, keys, preferring_latest)?.into_any()),
+        None => Ok(py.NotImplemented().into_bound(py)),
     }
-    Ok(deduplicated(&items, preferring_latest)?.into_any())
 }
 
 /// ``ScreenedKey(fallback, watch=None)``: called with one item, returns
