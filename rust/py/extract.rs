@@ -315,8 +315,11 @@ impl ItemFields for ScreenedItem<'_> {
     type Error = PyErr;
 
     fn has_role(&mut self) -> PyResult<bool> {
-        let py = self.payload.py();
-        Ok(self.payload.lookup(intern!(py, "role"))?.is_some())
+        // The screen does not read `role`: looked up as for any item.
+        KeyFields {
+            payload: &self.payload,
+        }
+        .has_role()
     }
 
     fn kind(&mut self, text: &mut Vec<u8>) -> PyResult<bool> {
