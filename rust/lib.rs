@@ -25,6 +25,9 @@ mod _core {
     use crate::py::screened_key::ScreenedKey;
 
     #[pymodule_export]
+    use crate::py::input_rules::StoredHistory;
+
+    #[pymodule_export]
     const MAX_DEPTH: usize = canonical::MAX_DEPTH;
 
     // `*extra`, hidden by the text signature, gives surplus arguments CPython's error wording,
@@ -231,8 +234,9 @@ mod _core {
     /// Every way ``items`` breaks the model-input rules, as (position, kind, detail).
     ///
     /// Sorted by position, then rule. ``history`` (the stored history the input came
-    /// from) adds rule (e): an item stored right after a reasoning item needs that
-    /// reasoning item directly before it. Linear in the number of items.
+    /// from, or a ``StoredHistory`` of it) adds rule (e): an item stored right after a
+    /// reasoning item needs that reasoning item directly before it. Linear in the number
+    /// of items.
     #[pyfunction]
     #[pyo3(signature = (items, *, history=None))]
     fn input_problems<'py>(

@@ -253,6 +253,54 @@ impl Stored {
     }
 }
 
+/// Rule (e) of a stored history read once and kept (the binding's `StoredHistory`): a
+/// [`Stored`] over strings of its own, extended item by item as the history grows. Each
+/// check copies in only the strings of its pairs, instead of reading every stored item.
+#[derive(Default)]
+pub struct KeptStored {
+    stored: Stored,
+    strings: Strings,
+    count: usize,
+}
+
+impl KeptStored {
+    /// Read the next stored item (`None` for an item that is not a dict); an error leaves
+    /// this as it was.
+    pub fn read<R: StoredReader>(
+        &mut self,
+        item: Option<&mut R>,
+        key: &mut Vec<u8>,
+    ) -> Result<(), R::Error> {
+        self.stored.read(item, &mut self.strings, key)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// How many stored items were read.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The [`Stored`] of the items read, its strings pushed to `strings` in pair order.
+    pub fn copy_into(&self, strings: &mut Strings) -> Stored {
+        let own = &self.strings;
+        let pairs = self
+            .stored
+            .pairs
+            .iter()
+            .map(|&(item, needed)| (strings.push(own.get(item)), strings.push(own.get(needed))))
+            .collect();
+        Stored {
+            pairs,
+            before: None,
+        }
+    }
+}
+
 const NONE: u32 = u32::MAX;
 
 /// Rule (e) from the stored history: item id -> id of the reasoning item stored

@@ -12,8 +12,8 @@ use super::extract::{is_str, DictPayload, FieldValue, Reader};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, to_py_string};
 use crate::core::input_rules::{
-    self, key_text, Checker, Facts, ItemReader, Kind, Problem, Required, Stored, StoredReader,
-    TypeClass,
+    self, key_text, Checker, Facts, ItemReader, KeptStored, Kind, Problem, Required, Stored,
+    StoredReader, TypeClass,
 };
 use crate::core::strings::Strings;
 
@@ -38,7 +38,10 @@ impl<'py> ListArg<'py> {
 
     /// Whether reading `history` (not None) may run Python code (a generator, say).
     pub fn may_run_code(history: Option<&Bound<'py, PyAny>>) -> bool {
-        history.is_some_and(|history| !history.is_exact_instance_of::<PyList>())
+        history.is_some_and(|history| {
+            !history.is_exact_instance_of::<PyList>()
+                && !history.is_exact_instance_of::<StoredHistory>()
+        })
     }
 
     /// Read the list again: the twin's `input_problems` reads the items only after the
@@ -69,9 +72,7 @@ pub fn input_problems<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let mut items = ListArg::of(items, "items")?;
     let rereads = ListArg::may_run_code(history);
-    let history = history
-        .map(|history| ListArg::of(history, "history"))
-        .transpose()?;
+    let history = history.map(HistoryArg::of).transpose()?;
     if rereads {
         items.reread()?;
     }
@@ -87,9 +88,7 @@ pub fn repair_input<'py>(
     if ListArg::may_run_code(history) {
         items.snapshot()?;
     }
-    let history = history
-        .map(|history| ListArg::of(history, "history"))
-        .transpose()?;
+    let history = history.map(HistoryArg::of).transpose()?;
     let kept = kept(&items, history.as_ref())?;
     items.items.pick(&kept)
 }
@@ -97,17 +96,15 @@ pub fn repair_input<'py>(
 /// `input_problems`: every problem of `items`, as `(position, kind, detail)` tuples.
 pub fn problems<'py>(
     items: &ListArg<'py>,
-    history: Option<&ListArg<'py>>,
+    history: Option<&HistoryArg<'py>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let py = items.items.py();
     let mut reader = FactReader::new(py);
     // The twin reads the items, then the history, then compares statuses.
     let mut facts = reader.read(items)?;
-    let stored = history
-        .map(|history| reader.read_stored(history))
-        .transpose()?;
+    let stored = history.map(|history| reader.stored(history)).transpose()?;
     reader.resolve(&mut facts)?;
-    let size = items.len() + history.map_or(0, ListArg::len);
+    let size = items.len() + history.map_or(0, HistoryArg::len);
     let mut strings = reader.strings;
     let found = maybe_detach(py, size, || {
         let required = number_all(&mut facts, stored, &mut strings);
@@ -121,16 +118,14 @@ pub fn problems<'py>(
 }
 
 /// `repair_input`: the positions of the items kept, in order.
-pub fn kept(items: &ListArg<'_>, history: Option<&ListArg<'_>>) -> PyResult<Vec<usize>> {
+pub fn kept(items: &ListArg<'_>, history: Option<&HistoryArg<'_>>) -> PyResult<Vec<usize>> {
     let py = items.items.py();
     let mut reader = FactReader::new(py);
     // The twin reads the history, then the items, then compares statuses.
-    let stored = history
-        .map(|history| reader.read_stored(history))
-        .transpose()?;
+    let stored = history.map(|history| reader.stored(history)).transpose()?;
     let mut facts = reader.read(items)?;
     reader.resolve(&mut facts)?;
-    let size = items.len() + history.map_or(0, ListArg::len);
+    let size = items.len() + history.map_or(0, HistoryArg::len);
     let mut strings = reader.strings;
     let kept = maybe_detach(py, size, || {
         let required = number_all(&mut facts, stored, &mut strings);
@@ -148,6 +143,92 @@ fn number_all(facts: &mut [Facts], stored: Option<Stored>, strings: &mut Strings
     stored.map_or_else(Required::default, |stored| {
         Required::of(&stored, ids, id_count)
     })
+}
+
+/// A `history` argument: stored items to read, or a [`StoredHistory`] that read them.
+pub enum HistoryArg<'py> {
+    List(ListArg<'py>),
+    Kept(PyRef<'py, StoredHistory>),
+}
+
+impl<'py> HistoryArg<'py> {
+    fn of(value: &Bound<'py, PyAny>) -> PyResult<Self> {
+        match value.cast_exact::<StoredHistory>() {
+            Ok(kept) => Ok(HistoryArg::Kept(kept.try_borrow()?)),
+            Err(_) => Ok(HistoryArg::List(ListArg::of(value, "history")?)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            HistoryArg::List(list) => list.len(),
+            HistoryArg::Kept(kept) => kept.kept.len(),
+        }
+    }
+}
+
+/// Hand each of `items` to `read` as rule (e) reads it (`None` for an item that is not
+/// a dict), as the twin's `StoredHistory` reads it.
+fn read_stored<'py>(
+    reader: &mut Reader<'py>,
+    items: &Items<'py>,
+    mut read: impl FnMut(Option<&mut Fields<'_, 'py>>) -> PyResult<()>,
+) -> PyResult<()> {
+    for position in 0..items.len() {
+        let payload = DictPayload::of(reader.payload(items.get(position)?)?);
+        let mut fields = payload.as_ref().map(|payload| Fields {
+            payload,
+            exact: false,
+            status: None,
+        });
+        read(fields.as_mut())?;
+    }
+    Ok(())
+}
+
+/// Rule (e) of a stored history, read once: pass it as ``history`` to
+/// ``input_problems`` and ``repair_input`` in place of the items, and ``extend`` it as
+/// the store grows.
+///
+/// Reads only what rule (e) needs: each item's ``type`` (its ``role`` when the type is
+/// ``reasoning``), and the ``id`` of a reasoning item and of the item after it.
+#[pyclass(module = "histcore._core")]
+#[derive(Default)]
+pub struct StoredHistory {
+    kept: KeptStored,
+}
+
+#[pymethods]
+impl StoredHistory {
+    #[new]
+    #[pyo3(signature = (items = None))]
+    fn new(items: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let mut stored = StoredHistory::default();
+        if let Some(items) = items {
+            stored.read(&ListArg::of(items, "items")?)?;
+        }
+        Ok(stored)
+    }
+
+    /// Read ``items``, stored after those read so far.
+    fn extend(&mut self, items: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.read(&ListArg::of(items, "items")?)
+    }
+
+    fn __len__(&self) -> usize {
+        self.kept.len()
+    }
+}
+
+impl StoredHistory {
+    fn read(&mut self, list: &ListArg<'_>) -> PyResult<()> {
+        let mut reader = Reader::new(list.items.py());
+        let mut key = Vec::new();
+        let kept = &mut self.kept;
+        read_stored(&mut reader, &list.items, |fields| {
+            kept.read(fields, &mut key)
+        })
+    }
 }
 
 /// A `(position, kind, detail)` tuple.
@@ -224,21 +305,21 @@ impl<'py> FactReader<'py> {
         Ok(facts)
     }
 
-    /// What rule (e) needs of a stored history: the type and role of each item, and the
-    /// id of a reasoning item and of the item after it.
-    fn read_stored(&mut self, list: &ListArg<'py>) -> PyResult<Stored> {
-        let items = &list.items;
-        let mut stored = Stored::default();
-        for position in 0..items.len() {
-            let payload = DictPayload::of(self.reader.payload(items.get(position)?)?);
-            let mut fields = payload.as_ref().map(|payload| Fields {
-                payload,
-                exact: false,
-                status: None,
-            });
-            stored.read(fields.as_mut(), &mut self.strings, &mut self.key)?;
+    /// What rule (e) needs of a stored history: read from a list, or copied from a
+    /// [`StoredHistory`] that read it before.
+    fn stored(&mut self, history: &HistoryArg<'py>) -> PyResult<Stored> {
+        match history {
+            HistoryArg::List(list) => {
+                let mut stored = Stored::default();
+                let strings = &mut self.strings;
+                let key = &mut self.key;
+                read_stored(&mut self.reader, &list.items, |fields| {
+                    stored.read(fields, strings, key)
+                })?;
+                Ok(stored)
+            }
+            HistoryArg::Kept(kept) => Ok(kept.kept.copy_into(&mut self.strings)),
         }
-        Ok(stored)
     }
 
     /// Take the truthiness of the deferred status comparisons, in position order.

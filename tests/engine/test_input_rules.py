@@ -634,3 +634,105 @@ def test_windows_hold_whole_units_and_at_least_limit_items(history: list[Any], l
     assert len(window) >= min(limit, len(history))
     problems = input_rules.input_problems(window, history=history)
     assert [p for p in problems if p[1] != "call_awaiting_output"] == []
+
+
+# --- StoredHistory: rule (e) of a history read once ----------------------------------
+
+
+def _stored_in_chunks(engine: ModuleType, history: list[Any], cuts: list[int]) -> Any:
+    """``engine.StoredHistory`` of ``history``, read in the chunks ``cuts`` makes."""
+    stored = engine.StoredHistory()
+    start = 0
+    for cut in sorted({min(cut, len(history)) for cut in cuts}):
+        stored.extend(history[start:cut])
+        start = cut
+    stored.extend(iter(history[start:]))  # any iterable, as history= takes
+    return stored
+
+
+@PROPERTY
+@given(
+    case=edited(),
+    odd=st.one_of(histories(), sdk_histories()),
+    cuts=st.lists(st.integers(0, 40), max_size=4),
+)
+def test_a_stored_history_answers_as_its_items_do(
+    engine: ModuleType, case: tuple[list[Any], list[Any]], odd: list[Any], cuts: list[int]
+) -> None:
+    # Read at once or in chunks, the facts give what the items give, in both calls:
+    # problems, the kept objects, and any exception (a junk input item).
+    history, items = case
+    for stored_items, model_input in ((history, items), (odd, items), (history, odd)):
+        expected = [_outcome(engine, name, model_input, stored_items) for name in _NAMES]
+        for stored in (
+            engine.StoredHistory(stored_items),
+            _stored_in_chunks(engine, stored_items, cuts),
+        ):
+            assert len(stored) == len(stored_items)
+            got = [_outcome(engine, name, model_input, stored) for name in _NAMES]
+            assert got == expected
+
+
+_NAMES = ("input_problems", "repair_input")
+
+
+@PROPERTY
+@given(
+    history=st.one_of(histories(), sdk_histories(), reasoning_histories()),
+    items=st.one_of(histories(), sdk_histories(max_size=24)),
+    cuts=st.lists(st.integers(0, 40), max_size=4),
+)
+def test_engines_agree_on_stored_histories(
+    pure: ModuleType, core: ModuleType, history: list[Any], items: list[Any], cuts: list[int]
+) -> None:
+    for name in _NAMES:
+        expected = _outcome(pure, name, items, _stored_in_chunks(pure, history, cuts))
+        assert _outcome(core, name, items, _stored_in_chunks(core, history, cuts)) == expected
+
+
+def test_a_stored_history_reads_only_what_rule_e_needs(engine: ModuleType) -> None:
+    # Later items extend it; a later pair for one item id wins, as in a list.
+    history: list[Any] = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "role": "assistant", "id": "msg_1"},
+    ]
+    stored = engine.StoredHistory(history[:1])
+    items = [{"type": "message", "role": "assistant", "id": "msg_1"}]
+    assert engine.input_problems(items, history=stored) == []
+    stored.extend(history[1:])
+    assert len(stored) == 2
+    assert engine.input_problems(items, history=stored) == [(0, "item_without_reasoning", "msg_1")]
+    assert engine.repair_input(items, history=stored) == []
+    later = [{"type": "reasoning", "id": "rs_2"}, {"type": "message", "id": "msg_1"}]
+    stored.extend(later)
+    model_input = [history[0], *items]  # rs_1, then msg_1: stored last after rs_2
+    expected = [(1, "item_without_reasoning", "msg_1")]
+    assert engine.input_problems(model_input, history=[*history, *later]) == expected
+    assert engine.input_problems(model_input, history=stored) == expected
+
+
+@pytest.mark.parametrize("bad", [None, 42, "items", b"x", {"type": "reasoning"}])
+def test_a_stored_history_takes_a_list_of_items(engine: ModuleType, bad: Any) -> None:
+    stored = engine.StoredHistory([{"type": "reasoning", "id": "rs_1"}])
+    if bad is not None:  # StoredHistory(None) is an empty one
+        with pytest.raises(TypeError, match="items must be a list"):
+            engine.StoredHistory(bad)
+    with pytest.raises(TypeError, match="items must be a list"):
+        stored.extend(bad)
+    assert len(stored) == 1  # a refused extend reads nothing
+    assert len(engine.StoredHistory()) == len(engine.StoredHistory(None)) == 0
+
+
+def test_a_failed_read_keeps_what_was_read(engine: ModuleType) -> None:
+    # An item whose model_dump raises stops the read there; the items before it stay read.
+    class Broken:
+        def model_dump(self, **_: Any) -> Any:
+            raise ValueError("unreadable")
+
+    stored = engine.StoredHistory()
+    with pytest.raises(ValueError, match="unreadable"):
+        stored.extend([{"type": "reasoning", "id": "rs_1"}, Broken()])
+    assert len(stored) == 1
+    stored.extend([{"type": "message", "role": "assistant", "id": "msg_1"}])
+    items = [{"type": "message", "role": "assistant", "id": "msg_1"}]
+    assert engine.input_problems(items, history=stored) == [(0, "item_without_reasoning", "msg_1")]

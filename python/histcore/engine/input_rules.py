@@ -9,7 +9,7 @@ accepts").
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from histcore.engine.backend import backend_module
 from histcore.engine.pure.input_rules import PROBLEM_KINDS, USER_SIDE_ROLES, _text, unit_roots
@@ -17,11 +17,19 @@ from histcore.engine.pure.input_rules import PROBLEM_KINDS, USER_SIDE_ROLES, _te
 __all__ = [
     "PROBLEM_KINDS",
     "InputProblem",
+    "StoredHistory",
     "drop_units",
     "input_problems",
     "repair_input",
     "window_start",
 ]
+
+if TYPE_CHECKING:
+    from histcore._core import StoredHistory
+else:
+    #: Rule (e) of a stored history read once (the loaded engine's): pass it as
+    #: ``history`` in place of the items, and ``extend`` it as the store grows.
+    StoredHistory = backend_module.StoredHistory
 
 _MESSAGES = {
     "output_without_call": "tool output for call_id {detail!r} has no call of its type before it",
@@ -47,7 +55,7 @@ class InputProblem(NamedTuple):
 
 
 def input_problems(
-    items: Iterable[Any], *, history: Iterable[Any] | None = None
+    items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
 ) -> list[InputProblem]:
     """Every way ``items`` would make the Responses API reject a request.
 
@@ -66,7 +74,9 @@ def input_problems(
     ]
 
 
-def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]:
+def repair_input(
+    items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
+) -> list[Any]:
     """``items`` without the units that break the rules: a list ``input_problems``
     finds clean (duplicate ids between user messages aside: those are never dropped).
 

@@ -17,6 +17,7 @@ __all__ = ["CORE_ONLY_NAMES", "ENGINE_NAMES", "INTERNAL_NAMES", "ITEM_NAMES", "S
 #: public face.
 ITEM_NAMES: tuple[str, ...] = (
     "MAX_DEPTH",
+    "StoredHistory",
     "canonical_json",
     "classify_callback_output",
     "content_key",
@@ -54,6 +55,12 @@ ENGINE_NAMES: tuple[str, ...] = (*ITEM_NAMES, *SUPPORT_NAMES)
 CORE_ONLY_NAMES: tuple[str, ...] = ("build_profile",)
 
 #: Names ``histcore.engine.items`` and ``histcore.engine._support`` do not bind:
-#: ``input_problems`` and ``repair_input`` come wrapped by ``histcore.engine.input_rules``,
-#: ``long_integer_candidates`` serves ``histcore.engine.exact_json`` alone.
-INTERNAL_NAMES: tuple[str, ...] = ("input_problems", "long_integer_candidates", "repair_input")
+#: ``input_problems``, ``repair_input`` and their ``StoredHistory`` come through
+#: ``histcore.engine.input_rules``, ``long_integer_candidates`` serves
+#: ``histcore.engine.exact_json`` alone.
+INTERNAL_NAMES: tuple[str, ...] = (
+    "StoredHistory",
+    "input_problems",
+    "long_integer_candidates",
+    "repair_input",
+)

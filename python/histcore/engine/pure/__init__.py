@@ -52,6 +52,9 @@ from histcore.engine.pure.digits import (
     long_integer_candidates as long_integer_candidates,
 )
 from histcore.engine.pure.input_rules import (
+    StoredHistory as StoredHistory,
+)
+from histcore.engine.pure.input_rules import (
     input_problems as input_problems,
 )
 from histcore.engine.pure.input_rules import (

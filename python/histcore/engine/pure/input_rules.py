@@ -25,7 +25,14 @@ from histcore.engine.vocabulary import (
     OUTPUT_TYPES,
 )
 
-__all__ = ["PROBLEM_KINDS", "USER_SIDE_ROLES", "input_problems", "repair_input", "unit_roots"]
+__all__ = [
+    "PROBLEM_KINDS",
+    "USER_SIDE_ROLES",
+    "StoredHistory",
+    "input_problems",
+    "repair_input",
+    "unit_roots",
+]
 
 #: Every kind ``input_problems`` reports, with the rule letter of docs/design.md.
 PROBLEM_KINDS = {
@@ -162,28 +169,65 @@ def _trailing_start(facts: _Facts) -> int:
     return start
 
 
-def _required_reasoning(history: list[Any] | None) -> dict[str, str]:
-    """item id -> id of the reasoning item stored directly before it, from ``history``.
+class StoredHistory:
+    """Rule (e) of a stored history, read once: pass it as ``history`` to
+    ``input_problems`` and ``repair_input`` in place of the items, and ``extend`` it as
+    the store grows.
 
     Reads only what rule (e) needs: each item's ``type`` (its ``role`` when the type is
     ``reasoning``), and the ``id`` of a reasoning item and of the item after it."""
-    required: dict[str, str] = {}
-    before: str | None = None  # the id of the item read last, when it is reasoning
-    for item in history or ():
-        payload = _payload(item)
-        reasoning = (
-            payload is not None
-            and _text(dict.get(payload, "type")) == "reasoning"
-            and dict.get(payload, "role") is None
-        )
-        item_id = None
-        if payload is not None and (reasoning or before is not None):
-            item_id = _text(dict.get(payload, "id"))
-            item_id = None if item_id == FAKE_ID else item_id
-        if before is not None and item_id is not None and not reasoning:
-            required[item_id] = before
-        before = item_id if reasoning else None
-    return required
+
+    __slots__ = ("_before", "_count", "_required")
+
+    def __init__(self, items: Iterable[Any] | None = None) -> None:
+        #: item id -> id of the reasoning item stored directly before it
+        self._required: dict[str, str] = {}
+        self._before: str | None = None  # the id of the item read last, when reasoning
+        self._count = 0
+        if items is not None:
+            self._read(_as_list(items, "items"))
+
+    def extend(self, items: Iterable[Any]) -> None:
+        """Read ``items``, stored after those read so far."""
+        self._read(_as_list(items, "items"))
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _read(self, items: list[Any]) -> None:
+        for item in items:
+            payload = _payload(item)
+            reasoning = (
+                payload is not None
+                and _text(dict.get(payload, "type")) == "reasoning"
+                and dict.get(payload, "role") is None
+            )
+            item_id = None
+            if payload is not None and (reasoning or self._before is not None):
+                item_id = _text(dict.get(payload, "id"))
+                item_id = None if item_id == FAKE_ID else item_id
+            if self._before is not None and item_id is not None and not reasoning:
+                self._required[item_id] = self._before
+            self._before = item_id if reasoning else None
+            self._count += 1
+
+
+def _stored(history: Any) -> list[Any] | StoredHistory | None:
+    """The ``history`` argument, a list materialised (a ``StoredHistory`` as it is)."""
+    if history is None or type(history) is StoredHistory:
+        return history
+    return _as_list(history, "history")
+
+
+def _required_reasoning(stored: list[Any] | StoredHistory | None) -> dict[str, str]:
+    """item id -> id of the reasoning item stored directly before it (rule (e))."""
+    if stored is None:
+        return {}
+    if isinstance(stored, StoredHistory):
+        return stored._required
+    kept = StoredHistory()
+    kept._read(stored)
+    return kept._required
 
 
 def _pair_problems(facts: _Facts, exempt: list[bool], out: list[Problem]) -> None:
@@ -260,15 +304,18 @@ def _problems(facts: _Facts, required: dict[str, str]) -> list[Problem]:
     return found
 
 
-def input_problems(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Problem]:
+def input_problems(
+    items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
+) -> list[Problem]:
     """Every way ``items`` breaks the model-input rules, as (position, kind, detail).
 
     Sorted by position, then rule. ``history`` (the stored history the input came
-    from) adds rule (e): an item stored right after a reasoning item needs that
-    reasoning item directly before it. Linear in the number of items.
+    from, or a ``StoredHistory`` of it) adds rule (e): an item stored right after a
+    reasoning item needs that reasoning item directly before it. Linear in the number
+    of items.
     """
     items = _as_list(items, "items")
-    stored = None if history is None else _as_list(history, "history")
+    stored = _stored(history)
     return _problems(_Facts(items), _required_reasoning(stored))
 
 
@@ -412,7 +459,9 @@ class _Cascade:
                 dirty.append(caller)
 
 
-def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) -> list[Any]:
+def repair_input(
+    items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
+) -> list[Any]:
     """``items`` without the units that break the model-input rules.
 
     A unit is a reasoning run with the item it produced, or a tool call with its
@@ -421,7 +470,7 @@ def repair_input(items: Iterable[Any], *, history: Iterable[Any] | None = None) 
     Linear in the number of items.
     """
     current = list(_as_list(items, "items"))
-    required = _required_reasoning(None if history is None else _as_list(history, "history"))
+    required = _required_reasoning(_stored(history))
     facts = _Facts(current)
     problems = _fixable(facts, _problems(facts, required))
     if not problems:
