@@ -496,3 +496,72 @@ def test_generated_damage_matches_repair_input(
     assert model_inputs(model)[0] == repair_input(model_inputs(plain)[0], history=before)
     for items in model_inputs(model):
         assert input_problems(items) == []
+
+
+def test_rule_e_of_a_kept_history_is_read_once(
+    guarded: accelerator.Installation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns on one SDK ``SQLiteSession`` object: rule (e) of its history is kept with
+    the session's kept history, each turn reading only the rows stored since the last,
+    and the guard still repairs against all of it."""
+    from histcore.openai_agents import _session_read
+
+    reads: list[tuple[int, int, int]] = []  # (facts object, items read before, after)
+    real = _session_read._History.stored_history
+
+    def noting(history: Any, length: int) -> Any:
+        before = 0 if history.stored is None else len(history.stored)
+        stored = real(history, length)
+        reads.append((id(stored), before, len(stored)))
+        return stored
+
+    monkeypatch.setattr(_session_read._History, "stored_history", noting)
+    # m1 was stored right after rs_1: an input holding m1 without rs_1 breaks rule (e).
+    stored = [user("hi"), reasoning("rs_1"), said("x", "m1")]
+    models = [ScriptedModel(placeholder_every=0, id_prefix=f"t{turn}_") for turn in range(4)]
+
+    def drop_reasoning(history: list[Any], new: list[Any]) -> list[Any]:
+        return [item for item in history if item.get("type") != "reasoning"] + new
+
+    async def main() -> list[int]:
+        session = SQLiteSession("s", tmp_path / "kept.db")
+        await session.add_items(stored)
+        sizes = []
+        for model, text in zip(models[:3], ("one", "two", "three"), strict=True):
+            await Runner.run(Agent(name="a", model=model, tools=[lookup]), text, session=session)
+            sizes.append(len(await session.get_items()))
+        config = RunConfig(session_input_callback=drop_reasoning)
+        agent = Agent(name="a", model=models[3], tools=[lookup])
+        await Runner.run(agent, "four", session=session, run_config=config)
+        session.close()
+        return sizes
+
+    sizes = asyncio.run(main())
+    facts = {facts for facts, _, _ in reads}
+    assert len(facts) == 1, "one facts object for the session's kept history"
+    assert [(before, after) for _, before, after in reads[:3]] == [
+        (0, len(stored)),
+        (len(stored), sizes[0]),
+        (sizes[0], sizes[1]),
+    ]
+    first = model_inputs(models[3])[0]
+    assert [item.get("content") for item in first if item.get("role") == "user"] == [
+        "hi",
+        "one",
+        "two",
+        "three",
+        "four",
+    ]
+    assert not any(item.get("id") == "m1" for item in first), "rule (e) still applies"
+    assert guarded.guard.rules["item_without_reasoning"] >= 1
+
+
+def test_kept_facts_never_cover_more_than_was_handed_out() -> None:
+    from histcore.openai_agents._session_read import _History
+
+    history = _History(("s", "messages", ""), [reasoning("rs_1"), said("x", "m1")], 2, 2, 0, 0)
+    first = history.stored_history(1)
+    assert first is not None and len(first) == 1
+    assert history.stored_history(2) is first and len(first) == 2
+    # Another thread's later read went further: the guard reads its own items instead.
+    assert history.stored_history(1) is None

@@ -11,7 +11,10 @@ model input; it reads their ``session`` and ``server_conversation_tracker`` and
 repairs the deduplicated list. Any other caller gets the plain dedupe.
 
 The stored history (rule (e)) is what the SDK's ``prepare_input_with_session`` read,
-noted per task by the guard's ``_session_get_items``; a window of the SDK's
+noted per task by the guard's ``_session_get_items`` as a ``StoredHistory``: read once a
+turn, as it came from the store, not once per model call; for the SDK's
+``SQLiteSession`` kept with the session's history (``_session_read``) and extended by
+the rows read since, so a turn reads only its new items for it. A window of the SDK's
 ``SQLiteSession`` is read one item wider so that an item whose reasoning the window cut
 is recognised (other sessions are read as the SDK reads them).
 
@@ -31,8 +34,10 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from histcore.engine.backend import backend_module
+from histcore.engine.input_rules import StoredHistory
 from histcore.engine.pure.input_rules import PROBLEM_KINDS
 from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE
+from histcore.openai_agents._session_read import ReadNote, noting_reads
 
 __all__ = [
     "LOGGER",
@@ -53,9 +58,10 @@ SERVER_SESSION = "OpenAIConversationsSession"
 
 _PAIRING_KINDS = frozenset({"call_without_output", "call_awaiting_output"})
 
-#: (session, the history prepare_input_with_session read from it) in this task.
-_history: contextvars.ContextVar[tuple[Any, list[Any]] | None] = contextvars.ContextVar(
-    "histcore_guard_history", default=None
+#: (session, rule (e) of the history prepare_input_with_session read from it) in this
+#: task: a ``StoredHistory``, or the history itself when that could not be read.
+_history: contextvars.ContextVar[tuple[Any, StoredHistory | list[Any]] | None] = (
+    contextvars.ContextVar("histcore_guard_history", default=None)
 )
 
 
@@ -80,6 +86,10 @@ class GuardCounts:
             f"GuardCounts(checked={self.checked}, repaired={self.repaired}, "
             f"dropped={self.dropped}, rules={dict(self.rules)})"
         )
+
+    def _spend(self, started: float) -> None:
+        with self._lock:
+            self.seconds += time.perf_counter() - started
 
     def _note(self, dropped: int, kinds: Sequence[str], started: float) -> None:
         with self._lock:
@@ -106,11 +116,13 @@ def unfit(module: ModuleType) -> str | None:
 
 
 def make_noting_session_get_items(
-    original: Callable[..., Any], batch: Callable[..., Any]
+    original: Callable[..., Any], batch: Callable[..., Any], counts: GuardCounts
 ) -> Callable[..., Any]:
-    """The SDK's ``_session_get_items``, noting the history a session preparation reads:
-    a call from the SDK's ``prepare_input_with_session`` (or a pinned copy of it) or from
-    histcore's ``batch`` preparation."""
+    """The SDK's ``_session_get_items``, noting rule (e) of the history a session
+    preparation reads (a call from the SDK's ``prepare_input_with_session``, or a pinned
+    copy of it, or from histcore's ``batch`` preparation): read once a turn, as it was
+    read from the store, and for the SDK's ``SQLiteSession`` read incrementally with the
+    kept history (``_session_read``). Its time counts as the guard's."""
     batch_code = batch.__code__
 
     async def _session_get_items(session: Any, *args: Any, **kwargs: Any) -> Any:
@@ -121,9 +133,12 @@ def make_noting_session_get_items(
         wider = type(limit) is int and limit > 0 and _reads_plainly(session)
         if wider:
             kwargs = {**kwargs, "limit": limit + 1}
-        items = await original(session, **kwargs)
+        with noting_reads(session) as note:
+            items = await original(session, **kwargs)
         if type(items) is list:
-            _history.set((session, items))
+            started = time.perf_counter()
+            _history.set((session, _stored_history(items, note)))
+            counts._spend(started)
             # The SDK gets its window; the item before it stays in the noted history.
             if wider and len(items) > 1 and len(items) == kwargs["limit"]:
                 items = items[1:]
@@ -132,6 +147,20 @@ def make_noting_session_get_items(
     _session_get_items.__wrapped__ = original  # type: ignore[attr-defined]
     _session_get_items.__doc__ = original.__doc__
     return _session_get_items
+
+
+def _stored_history(items: list[Any], note: ReadNote) -> StoredHistory | list[Any]:
+    """Rule (e) of a history just read: kept with the session's kept history when the
+    read handed out that or a copy of it (extended by the rows read since), else read
+    now; the items themselves when reading them fails (the check then reports what is
+    wrong, as without this)."""
+    kept = note.stored_history(items)
+    if kept is not None:
+        return kept
+    try:
+        return StoredHistory(items)
+    except Exception:
+        return items
 
 
 def _reads_plainly(session: Any) -> bool:
@@ -208,7 +237,10 @@ def _acts_on(position: int, kind: str, items: list[Any], server: bool) -> bool:
 
 
 def _repair(
-    items: list[Any], history: list[Any] | None, server: bool, problems: list[tuple[int, str, Any]]
+    items: list[Any],
+    history: StoredHistory | list[Any] | None,
+    server: bool,
+    problems: list[tuple[int, str, Any]],
 ) -> list[Any]:
     """``repair_input`` with stand-in partners for what may be held elsewhere: a call in
     front of each output on a server-managed conversation, an output after each pending

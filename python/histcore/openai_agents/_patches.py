@@ -358,7 +358,7 @@ def guard_groups(counts: guard.GuardCounts) -> tuple[Group, ...]:
                 Target(
                     "_session_get_items",
                     lambda original, *_: guard.make_noting_session_get_items(
-                        original, prepare.prepare
+                        original, prepare.prepare, counts
                     ),
                     everywhere=False,
                     watch=_unwatched,

@@ -66,6 +66,11 @@ Not seen, as by histcore's own ``SQLiteSession``: another program rewriting
 ``message_data`` of an existing row in place without noting it in ``histcore_rewrites``,
 or deleting rows and inserting as many with ids it chose below ``last_id``.
 
+For ``install(guard=True)``: within ``noting_reads(session)`` a read notes what it
+handed out (the kept list or its copy) and how many kept items that was (``ReadNote``),
+so the guard keeps rule (e) of the history with it (``_History.stored_history``) and
+reads only the items appended since, instead of the whole history each turn.
+
 The history is not used (the read is the plain one above, the SDK's one statement)
 when the session's class replaced how the SDK hands out connections
 (``_get_connection``, ``_locked_connection``: a subclass, a test tracing statements),
@@ -96,6 +101,7 @@ import orjson
 from histcore.engine import _support as engine_support
 from histcore.engine import items as engine_items
 from histcore.engine.collector import paused_for
+from histcore.engine.input_rules import StoredHistory
 from histcore.openai_agents._replacements import JsonModule, intact, named_after
 from histcore.openai_agents._watch import Watch
 from histcore.sessions._sqlite_schema import ids_never_reused, rewrite_generation
@@ -106,6 +112,8 @@ GetItems = Callable[..., Coroutine[Any, Any, list[Any]]]
 
 # Connections whose state a history remembers (the SDK opens one per worker thread).
 _STAMPS_KEPT = 8
+#: Serialises bringing a history's ``stored`` up to date (threads may share a session).
+_stored_lock = threading.Lock()
 
 
 def _decode_each(rows: list[Any], json_module: Any) -> list[Any]:
@@ -167,6 +175,44 @@ class KeptHandout:
         self.items: list[Any] | None = None
 
 
+class ReadNote:
+    """What an unlimited read of ``session`` through its history handed out: ``items``
+    (the kept list or a fresh copy of it), made from the first ``length`` items of
+    ``history``."""
+
+    __slots__ = ("history", "items", "length", "session")
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.items: list[Any] | None = None
+        self.history: _History | None = None
+        self.length = 0
+
+    def stored_history(self, items: list[Any]) -> StoredHistory | None:
+        """Rule (e) of ``items`` kept with the session's history, when ``items`` is what
+        the read handed out (else None)."""
+        if self.history is None or self.items is not items:
+            return None
+        return self.history.stored_history(self.length)
+
+
+_read_note: contextvars.ContextVar[ReadNote | None] = contextvars.ContextVar(
+    "histcore_read_note", default=None
+)
+
+
+@contextmanager
+def noting_reads(session: Any) -> Iterator[ReadNote]:
+    """Within the block, what a read of ``session`` through its history hands out is
+    noted in the ``ReadNote`` given."""
+    note = ReadNote(session)
+    token = _read_note.set(note)
+    try:
+        yield note
+    finally:
+        _read_note.reset(token)
+
+
 _handout: contextvars.ContextVar[KeptHandout | None] = contextvars.ContextVar(
     "histcore_kept_handout", default=None
 )
@@ -197,7 +243,7 @@ def _usable(conn: Any) -> bool:
 class _History:
     """What one session object's last unlimited read decoded, and where."""
 
-    __slots__ = ("generation", "items", "key", "last_id", "rows", "schema", "stamps")
+    __slots__ = ("generation", "items", "key", "last_id", "rows", "schema", "stamps", "stored")
 
     def __init__(
         self,
@@ -220,6 +266,22 @@ class _History:
         #: id(conn) -> (conn, data_version, total_changes) when it was last brought up
         #: to date on conn; held strongly, so an id is not another connection's
         self.stamps: dict[int, tuple[sqlite3.Connection, int, int]] = {}
+        #: rule (e) of ``items[:len(stored)]``, for install(guard=True); made on demand
+        self.stored: StoredHistory | None = None
+
+    def stored_history(self, length: int) -> StoredHistory | None:
+        """Rule (e) of ``items[:length]``, reading only the items appended since the last
+        call (``items`` only grows while this history is kept); None when the kept facts
+        already read past ``length`` (another thread's later read)."""
+        with _stored_lock:
+            if self.stored is None:
+                self.stored = StoredHistory()
+            read = len(self.stored)
+            if read > length:
+                return None
+            if read < length:
+                self.stored.extend(self.items[read:length])
+            return self.stored
 
     def current_on(self, conn: sqlite3.Connection, version: int, changes: int) -> bool:
         stamp = self.stamps.get(id(conn))
@@ -318,9 +380,11 @@ class _Histories:
         conn: sqlite3.Connection,
         json_module: Any,
         handout: KeptHandout | None = None,
+        note: ReadNote | None = None,
     ) -> list[Any]:
         """The unlimited read through the session's history. Under the SDK's lock.
-        With ``handout``, the kept list itself goes out (noted there)."""
+        With ``handout``, the kept list itself goes out (noted there); what goes out is
+        noted in ``note``."""
         history = self.get(session)
         version: int = conn.execute("PRAGMA data_version").fetchone()[0]
         changes = conn.total_changes
@@ -348,13 +412,20 @@ class _Histories:
             self.put(session, history)
         if handout is not None:
             handout.items = history.items
+            _noted(note, history.items, history)
             return history.items
         copied = _copy(history.items)
         if copied is None:
             # Not copyable: these very objects go out, and are no longer kept.
             self.forget(session)
             return history.items
+        _noted(note, copied, history)
         return copied
+
+
+def _noted(note: ReadNote | None, items: list[Any], history: _History) -> None:
+    if note is not None:
+        note.items, note.history, note.length = items, history, len(history.items)
 
 
 def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None = None) -> GetItems:
@@ -385,13 +456,16 @@ def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None =
         handout = _handout.get()
         if handout is not None and (handout.session is not self or type(self) is not sdk_class):
             handout = None
+        note = _read_note.get()
+        if note is not None and note.session is not self:
+            note = None
 
         def get_items_sync() -> list[Any]:
             try:
                 with self._locked_connection() as conn:
                     if sdk_plumbing(self) and _usable(conn) and histories.can_keep(self):
                         try:
-                            return histories.read(self, conn, json_module, handout)
+                            return histories.read(self, conn, json_module, handout, note)
                         except sqlite3.Error:
                             # The SDK's query below raises what the SDK would, if anything.
                             histories.forget(self)
