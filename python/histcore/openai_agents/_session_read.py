@@ -92,9 +92,9 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import ModuleType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -196,21 +196,27 @@ class ReadNote:
         return self.history.stored_history(self.length)
 
 
+_Noted = TypeVar("_Noted", "KeptHandout", "ReadNote")
+
 _read_note: contextvars.ContextVar[ReadNote | None] = contextvars.ContextVar(
     "histcore_read_note", default=None
 )
 
 
 @contextmanager
-def noting_reads(session: Any) -> Iterator[ReadNote]:
+def _set_within(var: contextvars.ContextVar[_Noted | None], value: _Noted) -> Iterator[_Noted]:
+    """``value`` in ``var`` within the block."""
+    token = var.set(value)
+    try:
+        yield value
+    finally:
+        var.reset(token)
+
+
+def noting_reads(session: Any) -> AbstractContextManager[ReadNote]:
     """Within the block, what a read of ``session`` through its history hands out is
     noted in the ``ReadNote`` given."""
-    note = ReadNote(session)
-    token = _read_note.set(note)
-    try:
-        yield note
-    finally:
-        _read_note.reset(token)
+    return _set_within(_read_note, ReadNote(session))
 
 
 _handout: contextvars.ContextVar[KeptHandout | None] = contextvars.ContextVar(
@@ -218,16 +224,10 @@ _handout: contextvars.ContextVar[KeptHandout | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def kept_handout(session: Any) -> Iterator[KeptHandout]:
+def kept_handout(session: Any) -> AbstractContextManager[KeptHandout]:
     """Within the block, an unlimited read of ``session`` may hand out the kept list
     itself (noted in the handout); the caller must copy it before anything mutates it."""
-    handout = KeptHandout(session)
-    token = _handout.set(handout)
-    try:
-        yield handout
-    finally:
-        _handout.reset(token)
+    return _set_within(_handout, KeptHandout(session))
 
 
 def _usable(conn: Any) -> bool:
