@@ -561,7 +561,9 @@ def test_kept_facts_never_cover_more_than_was_handed_out() -> None:
 
     history = _History(("s", "messages", ""), [reasoning("rs_1"), said("x", "m1")], 2, 2, 0, 0)
     first = history.stored_history(1)
-    assert first is not None and len(first) == 1
-    assert history.stored_history(2) is first and len(first) == 2
+    assert first is not None
+    assert len(first) == 1
+    assert history.stored_history(2) is first
+    assert len(first) == 2
     # Another thread's later read went further: the guard reads its own items instead.
     assert history.stored_history(1) is None
