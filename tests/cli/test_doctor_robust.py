@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from histcore.cli.doctor import check, read
+from histcore.cli.doctor import check, read, sqlite
 from tests.cli.test_doctor import (
     call,
     output,
@@ -258,10 +258,10 @@ def test_each_session_is_repaired_in_its_own_transaction(
 ) -> None:
     make_store(path, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
     before_b = stored(path, "b")
-    real_stored = read.SQLiteStore._stored
+    real_stored = sqlite.SQLiteStore._stored
     reads: list[str] = []
 
-    def stored_then_fail(self: read.SQLiteStore, session_id: str) -> list[tuple[int, Any]]:
+    def stored_then_fail(self: sqlite.SQLiteStore, session_id: str) -> list[tuple[int, Any]]:
         # b's repair re-reads b under the write lock, applies, reads back: fail there.
         if session_id == "b":
             reads.append(json.dumps(decoded(path, "a")))  # another process reads a
@@ -269,7 +269,7 @@ def test_each_session_is_repaired_in_its_own_transaction(
                 raise read.DoctorError("disk on fire")
         return real_stored(self, session_id)
 
-    monkeypatch.setattr(read.SQLiteStore, "_stored", stored_then_fail)
+    monkeypatch.setattr(sqlite.SQLiteStore, "_stored", stored_then_fail)
     monkeypatch.setattr(check, "BATCH_SECONDS", 0.0)  # one session per transaction
     code, out, err = run_cli(path, "--fix", "--json")
     assert code == 2
@@ -287,9 +287,9 @@ def test_a_session_written_during_the_fix_is_left_for_the_next_run(
     path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_store(path, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
-    real_backup = read.SQLiteStore.write_backup
+    real_backup = sqlite.SQLiteStore.write_backup
 
-    def backup_then_write(self: read.SQLiteStore, session_ids: Any) -> str:
+    def backup_then_write(self: sqlite.SQLiteStore, session_ids: Any) -> str:
         written = real_backup(self, session_ids)
         with connected(path) as connection:  # a live writer appends to b
             connection.execute(
@@ -298,7 +298,7 @@ def test_a_session_written_during_the_fix_is_left_for_the_next_run(
             )
         return written
 
-    monkeypatch.setattr(read.SQLiteStore, "write_backup", backup_then_write)
+    monkeypatch.setattr(sqlite.SQLiteStore, "write_backup", backup_then_write)
     code, report = report_json(path, "--fix")
     assert code == 1
     assert session_entry(report, "a")["fix"] == "fixed"
@@ -370,7 +370,7 @@ def test_reads_in_short_statements_see_every_row(
             (b"blob", json.dumps(user("x"))),
         )
     expected = report_json(path)
-    monkeypatch.setattr(read, "_CHUNK", 3)
+    monkeypatch.setattr(sqlite, "_CHUNK", 3)
     assert report_json(path) == expected
     code, report = report_json(path, "--fix")
     assert code == 1

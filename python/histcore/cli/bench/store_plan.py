@@ -16,10 +16,10 @@ from histcore.cli.doctor.read import (
     SESSIONS_TABLE,
     DoctorError,
     Row,
-    SQLiteStore,
     Store,
     Tables,
 )
+from histcore.cli.doctor.sqlite import SQLiteStore
 from histcore.sessions._sqlite_schema import create_tables
 
 __all__ = [

@@ -24,13 +24,13 @@ from histcore.cli.doctor.read import (
     DoctorError,
     RowChanges,
     RowFacts,
-    SQLiteStore,
     Store,
     StoredForm,
     StoreLocked,
     Tables,
 )
 from histcore.cli.doctor.repair import Repair, plan_repair, repaired_rows
+from histcore.cli.doctor.sqlite import SQLiteStore
 
 __all__ = [
     "BATCH_SECONDS",
