@@ -283,6 +283,30 @@ def test_each_session_is_repaired_in_its_own_transaction(
     assert error["backup"]
 
 
+def test_a_repair_that_does_not_read_back_as_planned_is_rolled_back(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_store(path, {"s": [user("q"), call("c1"), call("c1"), output("c1")]})
+    before = stored(path, "s")
+    real_stored = sqlite.SQLiteStore._stored
+    reads: list[str] = []
+
+    def stored_with_a_row_too_many(
+        self: sqlite.SQLiteStore, session_id: str
+    ) -> list[tuple[int, Any]]:
+        # The repair reads the session under the write lock, applies, reads back: the
+        # read-back shows one row more than the repair left.
+        rows = list(real_stored(self, session_id))
+        reads.append(session_id)
+        return rows + rows[-1:] if len(reads) == 2 else rows
+
+    monkeypatch.setattr(sqlite.SQLiteStore, "_stored", stored_with_a_row_too_many)
+    code, _, err = run_cli(path, "--fix")
+    assert code == 2
+    assert "session 's' did not read back as its repair planned" in err
+    assert stored(path, "s") == before, "the repair's transaction was rolled back"
+
+
 def test_a_session_written_during_the_fix_is_left_for_the_next_run(
     path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

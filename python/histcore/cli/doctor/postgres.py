@@ -279,11 +279,7 @@ class PostgresStore:
                     f"UPDATE {sessions} SET generation = txid_current() WHERE session_id = %s",
                     (session_id,),
                 )
-            if not changes.predicted.matches(self._stored(session_id)):
-                raise DoctorError(
-                    f"{self.name}: session {session_id!r} did not read back as its repair "
-                    "planned; nothing of this transaction was changed"
-                )
+            changes.check_read_back(self.name, session_id, self._stored(session_id))
         return True
 
     def close(self) -> None:

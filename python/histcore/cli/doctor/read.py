@@ -163,6 +163,17 @@ class RowChanges:
     deletions: Sequence[int]
     predicted: StoredForm
 
+    def check_read_back(
+        self, store: str, session_id: str, stored: Iterable[tuple[int, bytes]]
+    ) -> None:
+        """After the writes, inside their transaction: a DoctorError (which rolls it
+        back) unless the session, read as ``stored``, is what this repair predicted."""
+        if not self.predicted.matches(stored):
+            raise DoctorError(
+                f"{store}: session {session_id!r} did not read back as its repair "
+                "planned; nothing of this transaction was changed"
+            )
+
 
 def data_digest(data: Any) -> bytes:
     """A digest of stored data (str, bytes or None): equal for two values when they are

@@ -326,11 +326,7 @@ class SQLiteStore:
                 # Sessions that cache the history notice appends and removals, not
                 # a row rewritten in place: this tells them.
                 note_rewrite(self._conn, messages, session_id)
-            if not changes.predicted.matches(self._stored(session_id)):
-                raise DoctorError(
-                    f"{self.name}: session {session_id!r} did not read back as its repair "
-                    "planned; nothing of this transaction was changed"
-                )
+            changes.check_read_back(self.name, session_id, self._stored(session_id))
         return True
 
     def _rollback(self) -> None:
