@@ -112,6 +112,27 @@ mod _core {
         py::screened_key::screened_deduplicate(py, items, preferring_latest, watch)
     }
 
+    /// ``(kept, problems)`` of ``kept = screened_deduplicate(items, preferring_latest,
+    /// watch)`` and ``problems = input_problems(kept, history=history)`` (``history``: a
+    /// ``StoredHistory`` or None), or NotImplemented where the dedupe is.
+    #[pyfunction]
+    #[pyo3(signature = (items, preferring_latest = false, watch = None, *, history = None))]
+    fn screened_deduplicate_checked<'py>(
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        preferring_latest: bool,
+        watch: Option<PyRef<'py, NameWatch>>,
+        history: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        py::checked_dedupe::screened_deduplicate_checked(
+            py,
+            items,
+            preferring_latest,
+            watch,
+            history,
+        )
+    }
+
     one_argument! {
         /// Keep the first occurrence (value and position) of every key.
         fn deduplicate_input_items(items) as "(items)" -> Bound<'py, PyList>

@@ -28,6 +28,7 @@ __all__ = [
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "screened_deduplicate_checked",
     "screened_drop_orphan_function_calls",
     "shallow_dict_copies",
     "sorted_json_text",
@@ -82,6 +83,13 @@ def shallow_dict_copies(items: Any, without: tuple[str, ...]) -> Any: ...
 def screened_dedupe_key(item: Any, watch: NameWatch | None = None) -> Any: ...
 def screened_deduplicate(
     items: Any, preferring_latest: bool = False, watch: NameWatch | None = None
+) -> Any: ...
+def screened_deduplicate_checked(
+    items: Any,
+    preferring_latest: bool = False,
+    watch: NameWatch | None = None,
+    *,
+    history: StoredHistory | None = None,
 ) -> Any: ...
 
 @final

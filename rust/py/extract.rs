@@ -8,6 +8,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
 use super::args::{new_list, Items};
+use super::field_scan::{Name, Walk};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, to_py_string};
 use crate::core::dedupe::{self, Keyed};
@@ -21,6 +22,10 @@ pub struct Reader<'py> {
 }
 
 impl<'py> Reader<'py> {
+    pub fn py(&self) -> Python<'py> {
+        self.py
+    }
+
     pub fn new(py: Python<'py>) -> Self {
         Reader {
             py,
@@ -75,7 +80,12 @@ impl<'py> Deref for FieldValue<'_, 'py> {
     }
 }
 
-impl<'py> FieldValue<'_, 'py> {
+impl<'a, 'py> FieldValue<'a, 'py> {
+    /// A value borrowed from a dict, valid until Python code runs.
+    pub fn of(value: Borrowed<'a, 'py, PyAny>) -> Self {
+        FieldValue(value)
+    }
+
     /// An owned reference, needed before any call that may run user code.
     pub fn into_owned(self) -> Bound<'py, PyAny> {
         self.0.to_owned()
@@ -227,7 +237,7 @@ pub fn screened_key_ids(items: &Items<'_>) -> PyResult<Option<(Vec<Option<Keyed>
 }
 
 /// The key ids of `key` over the items, numbered; None as soon as `key` gives None.
-fn keyed<'py>(
+pub fn keyed<'py>(
     items: &Items<'py>,
     mut key: impl FnMut(Bound<'py, PyAny>, &mut KeyBuilder) -> PyResult<Option<Option<KeyInfo>>>,
 ) -> PyResult<Option<(Vec<Option<Keyed>>, usize)>> {
@@ -266,6 +276,18 @@ pub struct ScreenedItem<'py> {
     id: Option<Bound<'py, PyAny>>,
     call_id: Option<Bound<'py, PyAny>>,
     approval_request_id: Option<Bound<'py, PyAny>>,
+    /// Whether the item has a `role`, when a walk read it (else it is looked up).
+    has_role: Option<bool>,
+}
+
+/// The screen of `type` and `id`: each an exact str, or missing.
+fn exact_str_or_missing(value: Option<&Bound<'_, PyAny>>) -> bool {
+    value.is_none_or(|value| value.is_exact_instance_of::<PyString>())
+}
+
+/// The screen of the other id fields: no str subclass.
+fn no_str_subclass(value: Option<&Bound<'_, PyAny>>) -> bool {
+    value.is_none_or(|value| value.is_exact_instance_of::<PyString>() || !is_str(value))
 }
 
 impl<'py> ScreenedItem<'py> {
@@ -280,25 +302,17 @@ impl<'py> ScreenedItem<'py> {
                 .map(|value| value.map(FieldValue::into_owned))
         };
         let kind = field(intern!(py, "type"))?;
-        if kind
-            .as_ref()
-            .is_some_and(|kind| !kind.is_exact_instance_of::<PyString>())
-        {
+        if !exact_str_or_missing(kind.as_ref()) {
             return Ok(None);
         }
         // `lookup` reads a stored None as missing.
         let id = field(intern!(py, "id"))?;
-        if id
-            .as_ref()
-            .is_some_and(|id| !id.is_exact_instance_of::<PyString>())
-        {
+        if !exact_str_or_missing(id.as_ref()) {
             return Ok(None);
         }
         let call_id = field(intern!(py, "call_id"))?;
         let approval_request_id = field(intern!(py, "approval_request_id"))?;
-        let str_subclass =
-            |value: &Bound<'_, PyAny>| !value.is_exact_instance_of::<PyString>() && is_str(value);
-        if call_id.iter().chain(&approval_request_id).any(str_subclass) {
+        if !no_str_subclass(call_id.as_ref()) || !no_str_subclass(approval_request_id.as_ref()) {
             return Ok(None);
         }
         Ok(Some(ScreenedItem {
@@ -307,7 +321,31 @@ impl<'py> ScreenedItem<'py> {
             id,
             call_id,
             approval_request_id,
+            has_role: None,
         }))
+    }
+
+    /// [`ScreenedItem::of`] the exact dict `item` that `walk` read (the same fields, with
+    /// the same screen, and its `role`).
+    pub fn walked(item: &Bound<'py, PyAny>, walk: &Walk) -> Option<Self> {
+        let py = item.py();
+        let payload = DictPayload::of_exact(item.clone())?;
+        let field = |name| walk.get(py, name).map(|value| value.to_owned());
+        let (kind, id) = (field(Name::Type), field(Name::Id));
+        let call_id = field(Name::CallId);
+        let approval_request_id = field(Name::ApprovalRequestId);
+        let passes = exact_str_or_missing(kind.as_ref())
+            && exact_str_or_missing(id.as_ref())
+            && no_str_subclass(call_id.as_ref())
+            && no_str_subclass(approval_request_id.as_ref());
+        passes.then(|| ScreenedItem {
+            payload,
+            kind,
+            id,
+            call_id,
+            approval_request_id,
+            has_role: Some(walk.get(py, Name::Role).is_some()),
+        })
     }
 }
 
@@ -315,6 +353,9 @@ impl ItemFields for ScreenedItem<'_> {
     type Error = PyErr;
 
     fn has_role(&mut self) -> PyResult<bool> {
+        if let Some(has_role) = self.has_role {
+            return Ok(has_role);
+        }
         // The screen does not read `role`: looked up as for any item.
         KeyFields {
             payload: &self.payload,
@@ -401,15 +442,22 @@ pub fn picked<'py>(
     (keys, key_count): (Vec<Option<Keyed>>, usize),
     preferring_latest: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let py = items.py();
+    items.pick(&kept_slots(items.py(), &keys, key_count, preferring_latest))
+}
+
+/// The positions a dedupe keeps, given the items' key ids.
+pub fn kept_slots(
+    py: Python<'_>,
+    keys: &[Option<Keyed>],
+    key_count: usize,
+    preferring_latest: bool,
+) -> Vec<usize> {
     if preferring_latest {
-        let slots = maybe_detach(py, items.len(), || {
-            dedupe::preferring_latest(&keys, key_count)
-        });
-        items.pick(&slots)
+        maybe_detach(py, keys.len(), || {
+            dedupe::preferring_latest(keys, key_count)
+        })
     } else {
         let ids: Vec<Option<u32>> = keys.iter().map(|key| key.map(|key| key.id)).collect();
-        let kept = maybe_detach(py, items.len(), || dedupe::first_wins(&ids, key_count));
-        items.pick(&kept)
+        maybe_detach(py, keys.len(), || dedupe::first_wins(&ids, key_count))
     }
 }

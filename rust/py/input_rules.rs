@@ -9,6 +9,7 @@ use pyo3::{intern, IntoPyObjectExt};
 
 use super::args::{new_list, Items};
 use super::extract::{is_str, DictPayload, FieldValue, Reader};
+use super::field_scan::{Name, Names, Walk};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, to_py_string};
 use crate::core::input_rules::{
@@ -98,29 +99,42 @@ pub fn problems<'py>(
     items: &ListArg<'py>,
     history: Option<&HistoryArg<'py>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let py = items.items.py();
-    let mut reader = FactReader::new(py);
+    let mut reader = FactReader::new(items.items.py())?;
     // The twin reads the items, then the history, then compares statuses.
-    let mut facts = reader.read(items)?;
-    let stored = history.map(|history| reader.stored(history)).transpose()?;
-    reader.resolve(&mut facts)?;
-    let size = items.len() + history.map_or(0, HistoryArg::len);
-    let mut strings = reader.strings;
-    let found = maybe_detach(py, size, || {
-        let required = number_all(&mut facts, stored, &mut strings);
-        Checker::new(&facts, &required, strings.len()).problems()
-    });
-    let list = new_list(py, found.len(), |index| {
-        problem_tuple(py, &found[index], &strings)
-    });
-    strings.recycle();
-    list
+    let facts = reader.read(items)?;
+    reader.problems(facts, history)
+}
+
+impl<'py> FactReader<'py> {
+    /// The problems of the items whose `facts` were read (then the history's, and the
+    /// deferred statuses compared), as ``input_problems`` gives them.
+    pub fn problems(
+        mut self,
+        mut facts: Vec<Facts>,
+        history: Option<&HistoryArg<'py>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let py = self.reader.py();
+        let reader = &mut self;
+        let stored = history.map(|history| reader.stored(history)).transpose()?;
+        reader.resolve(&mut facts)?;
+        let size = facts.len() + history.map_or(0, HistoryArg::len);
+        let mut strings = self.strings;
+        let found = maybe_detach(py, size, || {
+            let required = number_all(&mut facts, stored, &mut strings);
+            Checker::new(&facts, &required, strings.len()).problems()
+        });
+        let list = new_list(py, found.len(), |index| {
+            problem_tuple(py, &found[index], &strings)
+        });
+        strings.recycle();
+        list
+    }
 }
 
 /// `repair_input`: the positions of the items kept, in order.
 pub fn kept(items: &ListArg<'_>, history: Option<&HistoryArg<'_>>) -> PyResult<Vec<usize>> {
     let py = items.items.py();
-    let mut reader = FactReader::new(py);
+    let mut reader = FactReader::new(py)?;
     // The twin reads the history, then the items, then compares statuses.
     let stored = history.map(|history| reader.stored(history)).transpose()?;
     let mut facts = reader.read(items)?;
@@ -171,6 +185,7 @@ impl<'py> HistoryArg<'py> {
 /// a dict), as the twin's `StoredHistory` reads it.
 fn read_stored<'py>(
     reader: &mut Reader<'py>,
+    names: &Names<'py>,
     items: &Items<'py>,
     mut read: impl FnMut(Option<&mut Fields<'_, 'py>>) -> PyResult<()>,
 ) -> PyResult<()> {
@@ -178,6 +193,8 @@ fn read_stored<'py>(
         let payload = DictPayload::of(reader.payload(items.get(position)?)?);
         let mut fields = payload.as_ref().map(|payload| Fields {
             payload,
+            names,
+            walk: None,
             exact: false,
             status: None,
         });
@@ -222,10 +239,12 @@ impl StoredHistory {
 
 impl StoredHistory {
     fn read(&mut self, list: &ListArg<'_>) -> PyResult<()> {
-        let mut reader = Reader::new(list.items.py());
+        let py = list.items.py();
+        let mut reader = Reader::new(py);
+        let names = Names::new(py)?;
         let mut key = Vec::new();
         let kept = &mut self.kept;
-        read_stored(&mut reader, &list.items, |fields| {
+        read_stored(&mut reader, &names, &list.items, |fields| {
             kept.read(fields, &mut key)
         })
     }
@@ -259,21 +278,23 @@ fn problem_tuple<'py>(
 type Deferred<'py> = Vec<(usize, Bound<'py, PyAny>)>;
 
 /// Reads lists of items into facts, their strings pushed to one [`Strings`].
-struct FactReader<'py> {
+pub struct FactReader<'py> {
     reader: Reader<'py>,
+    names: Names<'py>,
     strings: Strings,
     key: Vec<u8>,
     deferred: Deferred<'py>,
 }
 
 impl<'py> FactReader<'py> {
-    fn new(py: Python<'py>) -> Self {
-        FactReader {
+    pub fn new(py: Python<'py>) -> PyResult<Self> {
+        Ok(FactReader {
             reader: Reader::new(py),
+            names: Names::new(py)?,
             strings: Strings::reuse(),
             key: Vec::new(),
             deferred: Vec::new(),
-        }
+        })
     }
 
     /// The facts of every item (the default facts for items that are not dicts). Status
@@ -282,27 +303,59 @@ impl<'py> FactReader<'py> {
         let items = &list.items;
         let mut facts = Vec::with_capacity(items.len());
         for position in 0..items.len() {
-            let item = items.get(position)?;
-            let exact = item.is_exact_instance_of::<PyDict>();
-            let Some(payload) = DictPayload::of(self.reader.payload(item)?) else {
-                facts.push(Facts::default());
-                continue;
-            };
-            let mut fields = Fields {
-                payload: &payload,
-                exact,
-                status: None,
-            };
-            facts.push(input_rules::read(
-                &mut fields,
-                &mut self.strings,
-                &mut self.key,
-            )?);
-            if let Some(status) = fields.status {
-                self.deferred.push((position, status));
-            }
+            facts.push(self.read_item(position, items.get(position)?)?);
         }
         Ok(facts)
+    }
+
+    /// The facts of `item`, at `position` of the list read (the default facts when it is
+    /// not a dict).
+    pub fn read_item(&mut self, position: usize, item: Bound<'py, PyAny>) -> PyResult<Facts> {
+        let exact = item.is_exact_instance_of::<PyDict>();
+        let Some(payload) = DictPayload::of(self.reader.payload(item)?) else {
+            return Ok(Facts::default());
+        };
+        let mut fields = Fields {
+            payload: &payload,
+            names: &self.names,
+            walk: None,
+            exact,
+            status: None,
+        };
+        let facts = input_rules::read(&mut fields, &mut self.strings, &mut self.key)?;
+        if let Some(status) = fields.status {
+            self.deferred.push((position, status));
+        }
+        Ok(facts)
+    }
+
+    /// The facts of the exact dict `item` from its `walk`, when reading them runs no
+    /// Python code (no `caller`; no `status` whose comparison with a str could run any);
+    /// None otherwise (then read the item itself, when its turn comes).
+    ///
+    /// # Safety
+    /// `walk` is a walk of `item` (see [`Walk::of`]), and no Python code ran since.
+    pub unsafe fn read_walked(
+        &mut self,
+        item: Bound<'py, PyAny>,
+        walk: Walk,
+    ) -> PyResult<Option<Facts>> {
+        let py = item.py();
+        let plain = walk.get(py, Name::Caller).is_none()
+            && walk.get(py, Name::Status).is_none_or(|status| {
+                status.is_exact_instance_of::<PyString>() || never_equals_str(&status)
+            });
+        let Some(payload) = DictPayload::of_exact(item).filter(|_| plain) else {
+            return Ok(None);
+        };
+        let mut fields = Fields {
+            payload: &payload,
+            names: &self.names,
+            walk: Some(walk),
+            exact: true,
+            status: None,
+        };
+        input_rules::read(&mut fields, &mut self.strings, &mut self.key).map(Some)
     }
 
     /// What rule (e) needs of a stored history: read from a list, or copied from a
@@ -313,7 +366,7 @@ impl<'py> FactReader<'py> {
                 let mut stored = Stored::default();
                 let strings = &mut self.strings;
                 let key = &mut self.key;
-                read_stored(&mut self.reader, &list.items, |fields| {
+                read_stored(&mut self.reader, &self.names, &list.items, |fields| {
                     stored.read(fields, strings, key)
                 })?;
                 Ok(stored)
@@ -358,26 +411,39 @@ fn append_text(value: Option<FieldValue<'_, '_>>, out: &mut Vec<u8>) -> PyResult
 /// The fields of one dict payload, read as the twin's `_Facts._read` reads them.
 struct Fields<'a, 'py> {
     payload: &'a DictPayload<'py>,
+    names: &'a Names<'py>,
+    /// The fields as a walk of an exact dict read them (see [`FactReader::read_walked`]),
+    /// else each is looked up.
+    walk: Option<Walk>,
     /// The payload is an exact dict (reading it runs no Python code).
     exact: bool,
     /// A `status == "in_progress"` result that is not a bool (see [`Deferred`]).
     status: Option<Bound<'py, PyAny>>,
 }
 
+impl<'py> Fields<'_, 'py> {
+    /// `dict.get(payload, name)`, with a stored None reported as missing.
+    #[inline]
+    fn field(&self, name: Name) -> PyResult<Option<FieldValue<'_, 'py>>> {
+        match &self.walk {
+            Some(walk) => Ok(walk.get(self.payload.py(), name).map(FieldValue::of)),
+            None => self.payload.lookup(self.names.key(name)),
+        }
+    }
+}
+
 impl ItemReader for Fields<'_, '_> {
     type Error = PyErr;
 
     fn kind(&mut self) -> PyResult<Option<TypeClass>> {
-        let py = self.payload.py();
-        match self.payload.lookup(intern!(py, "type"))? {
+        match self.field(Name::Type)? {
             Some(kind) if is_str(&kind) => Ok(Some(TypeClass::of(str_bytes(&kind)?.as_bytes()))),
             _ => Ok(None),
         }
     }
 
     fn role(&mut self) -> PyResult<Option<bool>> {
-        let py = self.payload.py();
-        Ok(match self.payload.lookup(intern!(py, "role"))? {
+        Ok(match self.field(Name::Role)? {
             None => None,
             Some(role) if is_str(&role) => Some(matches!(
                 str_bytes(&role)?.as_bytes(),
@@ -388,19 +454,18 @@ impl ItemReader for Fields<'_, '_> {
     }
 
     fn id(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {
-        let py = self.payload.py();
-        append_text(self.payload.lookup(intern!(py, "id"))?, out)
+        append_text(self.field(Name::Id)?, out)
     }
 
     fn program_caller(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {
         let py = self.payload.py();
-        let Some(caller) = self.payload.lookup(intern!(py, "caller"))? else {
+        let Some(caller) = self.field(Name::Caller)?.map(FieldValue::into_owned) else {
             return Ok(false);
         };
         if !caller.is_instance_of::<PyDict>() {
             return Ok(false);
         }
-        let Some(caller) = DictPayload::of(caller.into_owned()) else {
+        let Some(caller) = DictPayload::of(caller) else {
             return Ok(false);
         };
         // `caller.get("type") == "program"`: user code may run, on owned references only.
@@ -419,8 +484,7 @@ impl ItemReader for Fields<'_, '_> {
     }
 
     fn call_id(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {
-        let py = self.payload.py();
-        append_text(self.payload.lookup(intern!(py, "call_id"))?, out)
+        append_text(self.field(Name::CallId)?, out)
     }
 
     fn pending(&mut self, shell: bool) -> PyResult<bool> {
@@ -428,7 +492,7 @@ impl ItemReader for Fields<'_, '_> {
             return Ok(false); // the twin's read of `status` is invisible, and unused
         }
         let py = self.payload.py();
-        let status = self.payload.lookup(intern!(py, "status"))?;
+        let status = self.field(Name::Status)?;
         // `kind == "shell_call" and (status is None or status == "in_progress")`
         Ok(match status {
             None => shell,
@@ -457,12 +521,11 @@ impl StoredReader for Fields<'_, '_> {
     type Error = PyErr;
 
     fn is_reasoning(&mut self) -> PyResult<bool> {
-        let py = self.payload.py();
-        let reasoning = match self.payload.lookup(intern!(py, "type"))? {
+        let reasoning = match self.field(Name::Type)? {
             Some(kind) if is_str(&kind) => str_bytes(&kind)?.as_bytes() == b"reasoning",
             _ => false,
         };
-        Ok(reasoning && self.payload.lookup(intern!(py, "role"))?.is_none())
+        Ok(reasoning && self.field(Name::Role)?.is_none())
     }
 
     fn id(&mut self, out: &mut Vec<u8>) -> PyResult<bool> {

@@ -1,12 +1,14 @@
 //! What reads and builds Python objects; the rules themselves are in `crate::core`.
 
 pub mod args;
+pub mod checked_dedupe;
 pub mod content;
 pub mod deepcopy;
 pub mod dict;
 pub mod dict_text;
 pub mod encode;
 pub mod extract;
+pub mod field_scan;
 pub mod gil;
 pub mod input_rules;
 pub mod orphans;

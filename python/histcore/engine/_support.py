@@ -15,6 +15,7 @@ decode_rows = backend_module.decode_rows
 sorted_json_text = backend_module.sorted_json_text
 screened_dedupe_key = backend_module.screened_dedupe_key
 screened_deduplicate = backend_module.screened_deduplicate
+screened_deduplicate_checked = backend_module.screened_deduplicate_checked
 screened_drop_orphan_function_calls = backend_module.screened_drop_orphan_function_calls
 shallow_dict_copies = backend_module.shallow_dict_copies
 dict_sorted_json_texts = backend_module.dict_sorted_json_texts

@@ -44,6 +44,7 @@ SUPPORT_NAMES: tuple[str, ...] = (
     "long_integer_candidates",
     "screened_dedupe_key",
     "screened_deduplicate",
+    "screened_deduplicate_checked",
     "screened_drop_orphan_function_calls",
     "shallow_dict_copies",
     "sorted_json_text",

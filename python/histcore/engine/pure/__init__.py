@@ -21,6 +21,9 @@ from histcore.engine.pure.canonical import (
 from histcore.engine.pure.canonical import (
     canonical_json as canonical_json,
 )
+from histcore.engine.pure.checked_dedupe import (
+    screened_deduplicate_checked as screened_deduplicate_checked,
+)
 from histcore.engine.pure.classify import (
     classify_callback_output as classify_callback_output,
 )
