@@ -93,8 +93,11 @@ def test_bench_openai_agents_runs_a_small_conversation(
         assert turn["installed"]["median_s"] > 0
         if kind == "turns":
             assert turn["guarded"]["median_s"] > 0
-            # The guard's own time: inside the guarded turn, and what the cost is made of.
-            assert 0 < turn["guard_check"]["median_s"] < turn["guarded"]["median_s"]
+            # The guard's time: inside the guarded turn, and what the cost is made of (its
+            # own time, and its dedupes less the installed turns': at 200 items that
+            # difference is within the noise, so only its bound is asserted).
+            assert turn["installed_dedupe"]["median_s"] > 0
+            assert turn["guard_check"]["median_s"] < turn["guarded"]["median_s"]
             assert turn["guard_cost"] == pytest.approx(
                 turn["guard_check"]["median_s"] / turn["installed"]["median_s"]
             )

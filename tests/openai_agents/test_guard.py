@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -41,9 +41,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import histcore.openai_agents as accelerator
+from histcore.engine import items as engine_items
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 from histcore.items import input_problems, repair_input
 from histcore.openai_agents._guard import GuardCounts, make_guarded_dedupe, unfit
+from histcore.openai_agents._replacements import checked_dedupe_of, make_deduplicate
 from histcore.openai_agents.testing import ScriptedModel
 
 
@@ -207,15 +209,17 @@ def elsewhere(input, session=None, server_conversation_tracker=None):
 """
 
 
-def stand_in_run_loop() -> tuple[ModuleType, GuardCounts]:
+def stand_in_run_loop(
+    dedupe: Callable[[Sequence[Any]], list[Any]] | None = None,
+) -> tuple[ModuleType, GuardCounts]:
     """A module shaped like the SDK's run loop (the two model-input callers and one
-    other caller), with the guard bound over an identity dedupe."""
+    other caller), with the guard bound over ``dedupe`` (default: the identity)."""
     module = ModuleType("run_loop_stand_in")
     exec(RUN_LOOP_STAND_IN, vars(module))
     assert unfit(module) is None
     counts = GuardCounts()
     vars(module)["deduplicate_input_items_preferring_latest"] = make_guarded_dedupe(
-        lambda items: items, module, counts
+        dedupe or (lambda items: items), module, counts
     )
     return module, counts
 
@@ -233,12 +237,14 @@ def test_a_clean_input_passes_as_the_same_list() -> None:
 def test_the_guard_counts_its_own_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     module, counts = stand_in_run_loop()
     assert counts.seconds == 0.0
-    ticks = iter([10.0, 10.25, 20.0, 20.5])  # (start, end) of each checked input
+    # (start, dedupe start, dedupe end, end) of each checked input
+    ticks = iter([10.0, 10.1, 10.3, 10.35, 20.0, 20.05, 20.45, 20.5])
     monkeypatch.setattr("histcore.openai_agents._guard.time.perf_counter", lambda: next(ticks))
     module.get_new_response([user("hi")])  # clean
     module.elsewhere([user("hi")])  # not a model input: neither counted nor timed
     module.get_new_response([user("hi"), output("lost")])  # repaired
-    assert counts.seconds == pytest.approx(0.75)
+    assert counts.seconds == pytest.approx(0.15 + 0.1)
+    assert counts.dedupe_seconds == pytest.approx(0.2 + 0.4)
     assert counts.checked == 2
     assert "seconds" not in repr(counts)  # the repr stays the same from run to run
 
@@ -567,3 +573,43 @@ def test_kept_facts_never_cover_more_than_was_handed_out() -> None:
     assert len(first) == 2
     # Another thread's later read went further: the guard reads its own items instead.
     assert history.stored_history(1) is None
+
+
+def _sdk_like_dedupe(items: Sequence[Any]) -> list[Any]:
+    return list(engine_items.deduplicate_input_items_preferring_latest(items))
+
+
+@given(items=damaged_histories())
+@settings(max_examples=100, deadline=None)
+def test_histcore_dedupe_checks_in_its_own_pass(items: list[Any]) -> None:
+    # Over histcore's dedupe the guard takes the kept items and their problems from one
+    # engine call; over any other dedupe, it dedupes and then checks. Same answers.
+    fused = make_deduplicate(_sdk_like_dedupe, True)
+    checked = checked_dedupe_of(fused)
+    assert checked is not None
+    calls: list[int] = []
+
+    def counting(items: Sequence[Any], history: Any) -> Any:
+        calls.append(len(items))
+        return checked(items, history)
+
+    fused.checked_dedupe = counting  # type: ignore[attr-defined]
+    results = []
+    for dedupe in (fused, _sdk_like_dedupe):
+        module, counts = stand_in_run_loop(dedupe)
+        kept = module.get_new_response(list(items))
+        results.append(([id(item) for item in kept], repr(counts)))
+    assert results[0] == results[1]
+    assert calls == [len(items)]
+
+
+def test_the_guard_dedupes_itself_where_the_engine_declines() -> None:
+    fused = make_deduplicate(_sdk_like_dedupe, True)
+    module, counts = stand_in_run_loop(fused)
+
+    class Text(str):
+        pass
+
+    items = [user("hi"), {"type": "function_call_output", "call_id": Text("lost")}]
+    assert module.get_new_response(items) == items[:1]
+    assert (counts.checked, counts.repaired, counts.dropped) == (1, 1, 1)

@@ -181,7 +181,19 @@ def _counting_replacement(replacement: Any, tally: Tally) -> Any:
         tally.calls += 1
         return replacement(*args, **kwargs)
 
-    return _dressed(counted, replacement)
+    dressed = _dressed(counted, replacement)
+    checked = getattr(replacement, "checked_dedupe", None)
+    if checked is not None:
+        # The guard's dedupe that also checks: a call when the engine answered it (when it
+        # declines, the guard calls the dedupe itself, which counts as above).
+        def counted_checked(*args: Any) -> Any:
+            result = checked(*args)
+            if result is not NotImplemented:
+                tally.calls += 1
+            return result
+
+        dressed.checked_dedupe = counted_checked
+    return dressed
 
 
 class _CountingModule:

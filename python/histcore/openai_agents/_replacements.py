@@ -46,6 +46,7 @@ from histcore.openai_agents._watch import Watch
 __all__ = [
     "CopyModule",
     "JsonModule",
+    "checked_dedupe_of",
     "dressed_as",
     "make_clone_original_input",
     "make_dedupe_key",
@@ -104,8 +105,12 @@ def make_deduplicate(
     preferring_latest: bool,
     watch: Watch | None = None,
 ) -> Callable[[Sequence[Any]], list[Any]]:
-    """A dedupe (first-wins, or latest-value) running the engine's on lists it screens."""
+    """A dedupe (first-wins, or latest-value) running the engine's on lists it screens.
+
+    Its ``checked_dedupe`` (see ``checked_dedupe_of``) also gives the model-input problems
+    of what it keeps, read in the same pass."""
     screened = engine_support.screened_deduplicate
+    screened_checked = engine_support.screened_deduplicate_checked
     check = None if watch is None else watch.check
 
     @named_after(original)
@@ -115,7 +120,21 @@ def make_deduplicate(
             return cast("list[Any]", result)
         return original(items)
 
+    def checked(items: Sequence[Any], history: Any) -> Any:
+        return screened_checked(items, preferring_latest, check, history=history)
+
+    deduplicate.checked_dedupe = checked  # type: ignore[attr-defined]
     return deduplicate
+
+
+def checked_dedupe_of(dedupe: Callable[..., Any]) -> Callable[[Sequence[Any], Any], Any] | None:
+    """For a dedupe of ``make_deduplicate``: a function of ``(items, history)`` giving
+    ``(dedupe(items), input_problems(dedupe(items), history=history))`` in one engine pass
+    (``history``: a ``StoredHistory`` or None), or NotImplemented where the engine's dedupe
+    declines (then the dedupe is the SDK's). None for any other function."""
+    return cast(
+        "Callable[[Sequence[Any], Any], Any] | None", getattr(dedupe, "checked_dedupe", None)
+    )
 
 
 # --- orphan pruning ----------------------------------------------------------------

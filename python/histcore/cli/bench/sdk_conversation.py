@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
@@ -171,9 +171,14 @@ class TurnTiming:
     collector: tuple[Timing, Timing] | None = None
     #: In-process turns only: installed with ``guard=True``.
     guarded: Timing | None = None
-    #: In-process turns only: the guard's own seconds within each guarded turn
-    #: (``installation().guard.seconds``).
+    #: In-process turns only: the guard's cost within each guarded turn: its own seconds
+    #: (``installation().guard.seconds``) and its model-input dedupes' seconds
+    #: (``guard.dedupe_seconds``, the check read in the same pass) less the median of the
+    #: installed turns' plain dedupes (``installed_dedupe``).
     guard_check: Timing | None = None
+    #: In-process turns only: the seconds of the run loop's model-input dedupes in each
+    #: installed turn (timed by the bench around the SDK's binding).
+    installed_dedupe: Timing | None = None
     #: In-process turns only: installed, through a new session object (a full read).
     new_session: Timing | None = None
 
@@ -189,9 +194,10 @@ class TurnTiming:
 
     @property
     def guard_cost(self) -> float | None:
-        """The guard's cost: its own time in a guarded turn over an installed turn.
+        """The guard's cost: its time in a guarded turn over an installed turn.
 
-        Measured inside the turn, not as the difference of two turns' medians: that
+        Measured inside the turns (the guard's own time, and its dedupes against the
+        installed turns' dedupes), not as the difference of two turns' medians: that
         difference moves by more than the guard costs from one run to the next."""
         if self.guard_check is None:
             return None
@@ -257,12 +263,38 @@ def quiet_guard() -> Iterator[None]:
 MODES = ("plain", "installed", "new session", "guarded")
 
 
-def _time_turn(store: str, mode: str, round_: int) -> tuple[float, float]:
-    """One timed turn in ``mode``: its seconds, and the guard's own seconds within it.
-    The conversation keeps one session object, as the SDK's examples do; with install()
-    it first runs an untimed turn on it, so the timed one reads only what is new, as
-    every turn after a conversation's first does. The SDK keeps nothing between reads:
-    its turn is the same either way."""
+RUN_LOOP = "agents.run_internal.run_loop"
+DEDUPE = "deduplicate_input_items_preferring_latest"
+
+
+@contextmanager
+def _timed_dedupes(spent: list[float]) -> Iterator[None]:
+    """The run loop's model-input dedupe (its binding, called only by the two functions
+    that build a model call's input) timed into ``spent[0]``."""
+    module = sys.modules[RUN_LOOP]
+    bound = getattr(module, DEDUPE)
+
+    def timed(items: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return bound(items)
+        finally:
+            spent[0] += time.perf_counter() - start
+
+    setattr(module, DEDUPE, timed)
+    try:
+        yield
+    finally:
+        setattr(module, DEDUPE, bound)
+
+
+def _time_turn(store: str, mode: str, round_: int) -> tuple[float, float, float]:
+    """One timed turn in ``mode``: its seconds, the guard's own seconds within it, and
+    the seconds of its model-input dedupes (installed: timed here; guarded: the guard's
+    ``dedupe_seconds``, its check included). The conversation keeps one session object,
+    as the SDK's examples do; with install() it first runs an untimed turn on it, so the
+    timed one reads only what is new, as every turn after a conversation's first does.
+    The SDK keeps nothing between reads: its turn is the same either way."""
     accelerator.uninstall()
     installation = None if mode == "plain" else accelerator.install(guard=mode == "guarded")
     session = None if mode == "new session" else SQLiteSession(SESSION_ID, store)
@@ -274,12 +306,16 @@ def _time_turn(store: str, mode: str, round_: int) -> tuple[float, float]:
         model = ScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
         gc.collect()  # every sample starts from the same collector state
         guard = installation.guard if installation is not None else None
-        checked = guard.seconds if guard is not None else 0.0
-        with quiet_guard():
+        own, deduping = (guard.seconds, guard.dedupe_seconds) if guard is not None else (0, 0)
+        spent = [0.0]
+        timing = _timed_dedupes(spent) if mode == "installed" else nullcontext()
+        with quiet_guard(), timing:
             start = time.perf_counter()
             asyncio.run(run_turn(store, f"Paris and Rome, round {round_}", model, session=session))
             elapsed = time.perf_counter() - start
-        return elapsed, (guard.seconds - checked if guard is not None else 0.0)
+        if guard is None:
+            return elapsed, 0.0, spent[0]
+        return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping
     finally:
         if session is not None:
             session.close()
@@ -291,24 +327,28 @@ def _median_timing(values: list[float]) -> Timing:
 
 def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTiming:
     samples: dict[str, list[float]] = {mode: [] for mode in MODES}
-    guard_checks: list[float] = []
+    guard_times: list[float] = []
+    installed_dedupes: list[float] = []
     for round_ in range(repeat):
         for mode, values in samples.items():
             progress.write(f"  turn {round_ + 1}/{repeat} {mode}")
             progress.flush()
-            seconds, guard_seconds = _time_turn(store, mode, round_)
+            seconds, guard_seconds, dedupe_seconds = _time_turn(store, mode, round_)
             values.append(seconds)
             if mode == "guarded":
-                guard_checks.append(guard_seconds)
+                guard_times.append(guard_seconds + dedupe_seconds)
+            elif mode == "installed":
+                installed_dedupes.append(dedupe_seconds)
             progress.write(f" {format_seconds(values[-1])}\n")
     accelerator.uninstall()
-
+    plain_dedupe = statistics.median(installed_dedupes)
     return TurnTiming(
         size,
         _median_timing(samples["plain"]),
         _median_timing(samples["installed"]),
         guarded=_median_timing(samples["guarded"]),
-        guard_check=_median_timing(guard_checks),
+        guard_check=_median_timing([spent - plain_dedupe for spent in guard_times]),
+        installed_dedupe=_median_timing(installed_dedupes),
         new_session=_median_timing(samples["new session"]),
     )
 
@@ -464,8 +504,10 @@ def render(result: SdkBenchResult) -> str:
         "histcore.openai_agents.install() (and install(guard=True)). In one process the",
         "conversation keeps its session object across turns (installed, a turn reads",
         "only the rows added since the last); 'new session' opens one for the turn",
-        "(a full read). 'guard check' is the guard's own time within a guarded turn",
-        "(installation().guard.seconds); 'cost' is that over the installed turn.",
+        "(a full read). 'guard check' is the guard's time within a guarded turn: its",
+        "own (installation().guard.seconds) and its model-input dedupes, which read",
+        "what the check needs in the same pass (guard.dedupe_seconds), less the",
+        "installed turns' dedupes (median); 'cost' is that over the installed turn.",
         "",
     ]
     lines += _turn_lines("in one process (the process has run turns before):", result.turns)
@@ -489,6 +531,8 @@ def _turn_json(turn: TurnTiming) -> dict[str, Any]:
     if turn.guard_check is not None:
         data["guard_check"] = turn.guard_check.to_json()
         data["guard_cost"] = turn.guard_cost
+    if turn.installed_dedupe is not None:
+        data["installed_dedupe"] = turn.installed_dedupe.to_json()
     if turn.new_session is not None:
         data["new_session"] = turn.new_session.to_json()
         data["new_session_speedup"] = turn.new_session_speedup
