@@ -5,12 +5,12 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
-use super::args::Items;
 use super::extract::{kept_slots, keyed, ScreenedItem};
 use super::field_scan::{Names, Walk};
 use super::input_rules::{FactReader, HistoryArg, StoredHistory};
+use super::screened_key::screened_list;
 use super::watch::NameWatch;
 
 /// ``(kept, problems)``: ``kept = screened_deduplicate(items, preferring_latest, watch)``
@@ -35,14 +35,9 @@ pub fn screened_deduplicate_checked<'py>(
             }
         },
     };
-    let declined = match watch {
-        Some(watch) => !watch.intact(py)?,
-        None => false,
-    };
-    if declined || !items.is_exact_instance_of::<PyList>() {
+    let Some(items) = screened_list(py, items, watch)? else {
         return Ok(py.NotImplemented().into_bound(py));
-    }
-    let items = Items::of(items, "items")?;
+    };
     let names = Names::new(py)?;
     let mut reader = FactReader::new(py)?;
     let mut walked = Vec::with_capacity(items.len());

@@ -44,20 +44,32 @@ pub fn screened_dedupe_key<'py>(
         .unwrap_or_else(|| py.NotImplemented().into_bound(py)))
 }
 
+/// The items of `items` for a screened dedupe: None (decline) unless it is an exact list
+/// and `watch`, when given, is intact.
+pub fn screened_list<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    watch: Option<PyRef<'py, NameWatch>>,
+) -> PyResult<Option<Items<'py>>> {
+    let declined = match watch {
+        Some(watch) => !watch.intact(py)?,
+        None => false,
+    };
+    if declined || !items.is_exact_instance_of::<PyList>() {
+        return Ok(None);
+    }
+    Items::of(items, "items").map(Some)
+}
+
 pub fn screened_deduplicate<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,
     preferring_latest: bool,
     watch: Option<PyRef<'py, NameWatch>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let declined = match watch {
-        Some(watch) => !watch.intact(py)?,
-        None => false,
-    };
-    if declined || !items.is_exact_instance_of::<PyList>() {
+    let Some(items) = screened_list(py, items, watch)? else {
         return Ok(py.NotImplemented().into_bound(py));
-    }
-    let items = Items::of(items, "items")?;
+    };
     match screened_key_ids(&items)? {
         Some(keys) => Ok(picked(&items, keys, preferring_latest)?.into_any()),
         None => Ok(py.NotImplemented().into_bound(py)),

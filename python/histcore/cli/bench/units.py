@@ -14,7 +14,10 @@ def size_label(size: int) -> str:
 
 
 def format_seconds(seconds: float) -> str:
-    """Three significant digits in the largest unit that keeps the number >= 1."""
+    """Three significant digits in the largest unit that keeps the number >= 1 (a
+    difference of times may be negative: its sign, then its size)."""
+    if seconds < 0:
+        return f"-{format_seconds(-seconds)}"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
