@@ -169,7 +169,10 @@ def test_code_run_by_one_item_changes_what_later_reads_of_another_see(
     assert expected[0] == "returned"
     kinds = [(at, kind) for at, kind, _ in expected[1][1]]
     assert kinds == [(0, "call_without_output"), (1, "output_without_call")]
-    assert expected_log == ["rewrite on 'type'"] * 2  # the dedupe's read, then the check's
+    # The dedupe's reads, then the check's (how many lookups probe the odd key depends on
+    # the process's string hashes).
+    assert len(expected_log) >= 2
+    assert set(expected_log) == {"rewrite on 'type'"}
     for engine in (pure, core):
         LOG.clear()
         outcome = _fused(engine, _rewritten_case(), True, None)
