@@ -38,8 +38,8 @@
 #
 # Environment: PYTHON (base interpreter, default python3), HISTCORE_WHEEL,
 # HISTCORE_BACKEND (engine of the installed and guard runs; default auto),
-# SDK_SUITE_CACHE (sdists, the uv tool and its download cache; default
-# ~/.cache/histcore-sdk-suite), SDK_SUITE_JOBS (workers for --regenerate-list, default
+# SDK_SUITE_CACHE (sdists and uv's download cache; default ~/.cache/histcore-sdk-suite;
+# uv itself is scripts/uv.sh's), SDK_SUITE_JOBS (workers for --regenerate-list, default
 # 2), SDK_SUITE_PARALLEL (comparison runs at once, default 2), SDK_SUITE_TIMEOUT
 # (seconds per pytest run, default 2400), SDK_SUITE_KEEP=1 (keep the work directory).
 set -euo pipefail
@@ -53,7 +53,6 @@ histcore_source="${HISTCORE_WHEEL:-$repo}"
 jobs="${SDK_SUITE_JOBS:-2}"
 parallel="${SDK_SUITE_PARALLEL:-2}"
 run_timeout="${SDK_SUITE_TIMEOUT:-2400}"
-uv_version="0.13.9"
 
 usage() {
     sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -102,13 +101,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 log() { echo "sdk-suite: [$SECONDS s] $*"; }
 
-# uv, from PyPI, in a venv of its own kept in the cache.
-uv="$cache/uv-$uv_version/bin/uv"
-if [[ ! -x "$uv" ]]; then
-    rm -rf "$cache/uv-$uv_version"
-    "$base_python" -m venv "$cache/uv-$uv_version"
-    "$cache/uv-$uv_version/bin/python" -m pip install --quiet "uv==$uv_version"
-fi
+# uv, pinned, from PyPI (scripts/uv.sh keeps it in a cache).
+uv="$(PYTHON="$base_python" bash "$repo/scripts/uv.sh")"
 
 # The release a VERSION argument names: X.Y.x asks PyPI for the newest X.Y patch (from
 # the wheel names pip would download: no sdist metadata to build for that).
