@@ -19,6 +19,10 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.examples import load_profile
+
+load_profile()
+
 CORE_MODULE = "histcore._core"
 PURE_MODULE = "histcore.engine.pure"
 

@@ -19,8 +19,9 @@ from histcore.testing import (
     pending_programs,
     reasoning_run,
 )
+from tests.support.examples import examples
 
-PROPERTY = settings(max_examples=100, deadline=None)
+PROPERTY = settings(max_examples=examples(100), deadline=None)
 
 
 def kind(item: dict[str, Any]) -> str:

@@ -23,7 +23,8 @@ SIZES = {"alpha": 60, "beta": 40}
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(["bench", *argv])
+    # A debug build (--quick CI, maturin develop) times too, labelled as such.
+    code = main(["bench", "--allow-debug", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -27,6 +27,7 @@ from histcore.cli.doctor import command as doctor_command
 from histcore.cli.doctor import read as doctor_read
 from histcore.cli.main import main
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
+from tests.support.examples import examples
 from tests.support.sqlite import connected, no_file_left_open, query, write_junk
 
 
@@ -482,7 +483,9 @@ def _is_subsequence(small: Sequence[Any], big: Sequence[Any]) -> bool:
 
 
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(120),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(items=tool_histories())
 def test_fix_is_the_dedupe_then_whole_units_dropped(

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support import value_id
+from tests.support.examples import examples
 from tests.support.strategies import (
     ITEM_LIST_FUNCTIONS,
     MAX_DEPTH,
@@ -153,7 +154,7 @@ def test_dedupe_key_never_raises_on_odd_items(engine: ModuleType) -> None:
     ]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(items=sdk_histories(), data=st.data())
 def test_no_function_mutates_its_input(
     engine: ModuleType, items: list[Any], data: st.DataObject

@@ -15,6 +15,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.examples import examples
 from tests.support.strategies import (
     MAX_DEPTH,
     FunctionCallModel,
@@ -27,7 +28,7 @@ from tests.support.strategies import (
     unicode_text,
 )
 
-PROPERTY = settings(max_examples=150, deadline=None)
+PROPERTY = settings(max_examples=examples(150), deadline=None)
 
 
 def text_of(engine: ModuleType, value: Any) -> str:
@@ -249,7 +250,7 @@ def test_canonical_text_matches_sorted_compact_json_dumps(engine: ModuleType, va
     assert engine.canonical_json(value) == expected.encode("utf-8")
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(case=deep_values())
 def test_deep_values_either_encode_or_raise_value_error(
     engine: ModuleType, case: tuple[int, Any]

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.engine.test_input_rules import LOG, ODD_CASES, RAISING_CASES, Loud, reasoning_histories
+from tests.support.examples import examples
 from tests.support.strategies import histories, history_items, sdk_histories
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 
 Outcome = tuple[str, Any]
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
+from tests.support.examples import examples
 from tests.support.strategies import (
     MAX_DEPTH,
     MessageModel,
@@ -20,7 +21,7 @@ from tests.support.strategies import (
     user,
 )
 
-PROPERTY = settings(max_examples=150, deadline=None)
+PROPERTY = settings(max_examples=examples(150), deadline=None)
 
 
 # --- deep_copy_items -----------------------------------------------------------------

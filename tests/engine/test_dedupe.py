@@ -7,6 +7,7 @@ from typing import Any
 
 from hypothesis import given, settings
 
+from tests.support.examples import examples
 from tests.support.strategies import (
     CALL_TO_OUTPUT,
     FunctionCallModel,
@@ -23,7 +24,7 @@ from tests.support.strategies import (
     user,
 )
 
-PROPERTY = settings(max_examples=150, deadline=None)
+PROPERTY = settings(max_examples=examples(150), deadline=None)
 
 
 # --- docs/design.md examples --------------------------------------------------------------

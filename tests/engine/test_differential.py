@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.examples import examples
 from tests.support.strategies import (
     ITEM_LIST_FUNCTIONS,
     FunctionCallModel,
@@ -27,7 +28,7 @@ from tests.support.strategies import (
     sdk_histories,
 )
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 
 Outcome = tuple[str, Any]
 
@@ -108,7 +109,7 @@ def test_json_values(pure: ModuleType, core: ModuleType, values: list[Any]) -> N
     check_all(pure, core, values)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(case=deep_values())
 def test_deep_nesting(pure: ModuleType, core: ModuleType, case: tuple[int, Any]) -> None:
     check_all(pure, core, [case[1]])
@@ -159,7 +160,7 @@ bad_arguments = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(value=bad_arguments, slot=st.integers(0, 2))
 def test_bad_arguments_fail_alike(
     pure: ModuleType, core: ModuleType, value: Any, slot: int

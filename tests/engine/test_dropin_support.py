@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support import value_id
+from tests.support.examples import examples
 from tests.support.strategies import histories, history_items
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 
 
 class Kind(str, enum.Enum):

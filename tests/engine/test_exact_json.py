@@ -27,6 +27,7 @@ from histcore.runner.tool import function_tool, tool_output_text
 from histcore.sessions import SQLiteSession
 from histcore.sessions._codec import decode_row, decode_rows, encode_items_utf8
 from histcore.testing import ScriptedModel, function_call, text_message, user_message
+from tests.support.examples import examples
 from tests.support.pg import BACKENDS, backends
 
 BIG = 2**70 + 3  # not a float: 2**70 itself would compare equal to one
@@ -87,7 +88,7 @@ def test_candidates_reject_what_is_not_text(engine: ModuleType) -> None:
 TEXT_ALPHABET = '0123456789a -"é日😀\ud800'
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.one_of(

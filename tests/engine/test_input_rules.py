@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from histcore import items as public
 from histcore.engine.input_rules import window_start
 from histcore.engine.pure import input_rules
+from tests.support.examples import examples
 from tests.support.strategies import (
     FAKE_ID,
     FunctionCallModel,
@@ -29,7 +30,7 @@ from tests.support.strategies import (
     sdk_histories,
 )
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 
 
 # --- generated histories -------------------------------------------------------------

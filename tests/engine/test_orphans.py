@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.examples import examples
 from tests.support.strategies import (
     CALL_TO_OUTPUT,
     FunctionCallModel,
@@ -25,7 +26,7 @@ from tests.support.strategies import (
     user,
 )
 
-PROPERTY = settings(max_examples=150, deadline=None)
+PROPERTY = settings(max_examples=examples(150), deadline=None)
 
 
 def test_returns_new_list_of_same_objects_and_leaves_input_alone(engine: ModuleType) -> None:

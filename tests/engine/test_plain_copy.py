@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support import value_id
+from tests.support.examples import examples
 from tests.support.strategies import big_ints, deep_values, history_items, json_values, nested_lists
 
 MAX_DEPTH = 256
@@ -159,7 +160,7 @@ def _shared_structures() -> st.SearchStrategy[list[Any]]:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.one_of(
         st.lists(json_values(), max_size=6),

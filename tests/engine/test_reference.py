@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.examples import examples
 from tests.support.strategies import (
     FunctionCallModel,
     FunctionCallOutputModel,
@@ -40,7 +41,7 @@ sdk = pytest.importorskip(
     reason="openai-agents is not installed (pip install histcore[openai-agents])",
 )
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 
 models = st.sampled_from(["c0", "c1"]).flatmap(
     lambda call_id: st.sampled_from(

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from histcore.engine.pure import input_rules
+from tests.support.examples import examples
 from tests.support.strategies import positions
 
 PROGRAMS = 4  # call ids p0-p3 are programs' ...
@@ -112,7 +113,7 @@ def test_incremental_rounds_match_the_loop(engine: ModuleType) -> None:
     assert rounds_seen[3] > 5, rounds_seen
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     items=st.lists(alphabet_items, max_size=16),
     history=st.none() | st.lists(alphabet_items, max_size=10),

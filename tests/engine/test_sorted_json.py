@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support import value_id
+from tests.support.examples import examples
 from tests.support.strategies import deep_values, exotic_values, json_values, unicode_text
 
-PROPERTY = settings(max_examples=400, deadline=None)
+PROPERTY = settings(max_examples=examples(400), deadline=None)
 
 
 def dumps(value: Any) -> str:
@@ -140,7 +141,7 @@ def test_cycles_are_not_mine(engine: ModuleType) -> None:
     assert engine.sorted_json_text(mapping) is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(deep_values())
 def test_depth_beyond_max_depth_is_not_mine(engine: ModuleType, case: tuple[int, Any]) -> None:
     depth, value = case
@@ -163,7 +164,7 @@ def test_shared_values_are_written_each_time(engine: ModuleType) -> None:
     assert engine.sorted_json_text(value) == dumps(value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     items=st.lists(
         st.one_of(

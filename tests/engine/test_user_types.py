@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
+from tests.support.examples import examples
 from tests.support.strategies import (
     JOURNAL,
     AlwaysEqual,
@@ -437,14 +438,14 @@ def test_long_integer_scan_of_subclasses(pure: ModuleType, core: ModuleType) -> 
 # --- generated shapes ------------------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(items=user_type_histories())
 def test_generated_user_types(pure: ModuleType, core: ModuleType, items: Any) -> None:
     # These shapes change nothing when called, so both engines may share the objects.
     check(pure, core, lambda: items)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(make=effect_recipes())
 def test_generated_callbacks_that_change_what_is_read(
     pure: ModuleType, core: ModuleType, make: Make

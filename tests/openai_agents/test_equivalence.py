@@ -49,9 +49,10 @@ import histcore.openai_agents as accelerator
 from histcore import items as public_items
 from histcore.openai_agents import _replacements as replacements
 from histcore.openai_agents import _session_keys as session_keys
+from tests.support.examples import examples
 
 SETTINGS = settings(
-    max_examples=250,
+    max_examples=examples(250),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -677,7 +678,7 @@ ODD_HISTORY = st.lists(
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

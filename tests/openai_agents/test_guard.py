@@ -47,6 +47,7 @@ from histcore.items import input_problems, repair_input
 from histcore.openai_agents._guard import GuardCounts, make_guarded_dedupe, unfit
 from histcore.openai_agents._replacements import checked_dedupe_of, make_deduplicate
 from histcore.openai_agents.testing import ScriptedModel
+from tests.support.examples import examples
 
 
 @function_tool
@@ -487,7 +488,7 @@ def damaged_histories(draw: Callable[..., Any]) -> list[dict[str, Any]]:
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -580,7 +581,7 @@ def _sdk_like_dedupe(items: Sequence[Any]) -> list[Any]:
 
 
 @given(items=damaged_histories())
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_histcore_dedupe_checks_in_its_own_pass(items: list[Any]) -> None:
     # Over histcore's dedupe the guard takes the kept items and their problems from one
     # engine call; over any other dedupe, it dedupes and then checks. Same answers.

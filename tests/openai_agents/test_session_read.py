@@ -20,6 +20,7 @@ from agents import SQLiteSession
 from agents.memory import SessionSettings
 
 import histcore.openai_agents as accelerator
+from tests.support.examples import examples
 from tests.support.session_read import decode_calls
 from tests.support.strategies import json_values
 
@@ -104,7 +105,7 @@ def test_limited_reads_are_the_sdks(tmp_path: Any, monkeypatch: pytest.MonkeyPat
     assert calls == []
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(values=st.lists(json_values(max_leaves=6), max_size=6))
 def test_stored_values_read_back_as_the_sdk_reads_them(
     tmp_path_factory: pytest.TempPathFactory, values: list[Any]

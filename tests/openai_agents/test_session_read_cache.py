@@ -36,6 +36,7 @@ import histcore.openai_agents as accelerator
 from histcore.openai_agents import _session_read
 from histcore.sessions import SQLiteSession as HistcoreSQLiteSession
 from histcore.sessions._sqlite_schema import note_rewrite
+from tests.support.examples import examples
 from tests.support.session_read import decode_calls
 from tests.support.strategies import json_values
 
@@ -299,7 +300,7 @@ async def run_file_ops(
 
 @pytest.mark.parametrize("threads", [1, None], ids=["one-thread", "thread-pool"])
 @settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -361,7 +362,7 @@ async def run_memory_ops(session: Any, ops: list[Any], plain_get_items: Any) -> 
     assert seen(await session.get_items()) == seen(await plain_get_items(session))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=memory_ops)
 def test_memory_reads_equal_the_sdks(ops: list[Any]) -> None:
     accelerator.uninstall()

@@ -31,6 +31,7 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseReasoningIt
 import histcore.openai_agents as accelerator
 from histcore.openai_agents import _turn_input
 from tests.openai_agents.test_equivalence import assert_same_tree, copyable_lists
+from tests.support.examples import examples
 from tests.support.strategies import json_values
 from tests.support.strategies import sdk_items as sdk_item_strategy
 
@@ -108,7 +109,7 @@ def containers(value: Any) -> set[int]:
 
 
 @settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -18,6 +18,7 @@ from histcore.runner.agent import Agent
 from histcore.runner.run import Runner
 from histcore.sessions import MemorySession
 from histcore.testing import ScriptedModel, text_message, user_message
+from tests.support.examples import examples
 from tests.support.runner import drive
 
 
@@ -99,7 +100,7 @@ def test_run_streamed_refuses_at_once_without_a_session() -> None:
         asyncio.run(start())
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=examples(40), deadline=None, derandomize=True)
 @given(
     count=st.integers(min_value=1, max_value=5),
     data=st.data(),

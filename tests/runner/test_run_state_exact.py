@@ -27,6 +27,7 @@ from histcore.runner.run import Runner
 from histcore.runner.run_state import RunState
 from histcore.runner.tool import function_tool
 from histcore.testing import ScriptedModel, function_call, text_message, user_message
+from tests.support.examples import examples
 
 PAIR = "\ud83d\ude00"  # a high and a low surrogate: two code points, not "😀"
 LONE = "\udce9"
@@ -198,7 +199,7 @@ surrogate_text = st.text(
 )
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(value=surrogate_text, key=surrogate_text)
 def test_strings_with_surrogates_round_trip_exactly_or_are_refused(value: str, key: str) -> None:
     state = state_with(original_input=_item(note=value, nested={key: [value]}))

@@ -41,6 +41,7 @@ from histcore.runner.run import Runner
 from histcore.runner.run_state import RunState
 from histcore.runner.tool import function_tool
 from histcore.testing import ScriptedModel, function_call, text_message, user_message
+from tests.support.examples import examples
 
 FILE_NAME = os.fsdecode(b"report-\xe9.txt")  # 'report-\udce9.txt' on a UTF-8 system
 LONE = "\udce9"
@@ -724,7 +725,7 @@ PAUSED_PATHS = list(_paths(PAUSED_JSON))
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],

@@ -20,6 +20,7 @@ from histcore.runner.run import Runner
 from histcore.runner.run_state import SCHEMA_VERSION, RunState
 from histcore.runner.tool import ToolApprovalItem, function_tool
 from histcore.testing import ScriptedModel, function_call, text_message, user_message
+from tests.support.examples import examples
 
 
 @function_tool(needs_approval=True)
@@ -280,7 +281,7 @@ json_items = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     original=st.lists(json_items, max_size=4) | st.text(max_size=10),
     generated=st.lists(json_items, max_size=5),

@@ -19,6 +19,7 @@ from histcore import canonical_json
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions import SessionSettings
 from histcore.testing import function_call, function_call_output, text_message, user_message
+from tests.support.examples import examples
 from tests.support.pg import (
     BACKENDS,
     Backends,
@@ -221,7 +222,9 @@ _operations = st.lists(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(operations=_operations)
 async def test_two_workers_agree_with_a_plain_list(

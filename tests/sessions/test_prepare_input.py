@@ -23,6 +23,7 @@ from histcore.sessions import (
     save_turn_to_session,
 )
 from histcore.testing import generate_history
+from tests.support.examples import examples
 from tests.support.pg import ListSession
 
 Factory = Callable[[], SessionABC]
@@ -497,7 +498,7 @@ async def test_same_results_as_the_sdk_on_a_generated_history(
 plans = st.lists(st.tuples(st.sampled_from("hnm"), st.integers(0, 9), st.booleans()), max_size=25)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history_size=st.integers(0, 6), new_size=st.integers(0, 4), plan=plans)
 async def test_persisted_items_follow_the_rules_for_distinct_contents(
     history_size: int, new_size: int, plan: list[tuple[str, int, bool]]

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from histcore.items import MAX_DEPTH
 from histcore.sessions import SessionABC
+from tests.support.examples import examples
 from tests.support.odd_values import NOW, Color, Level, Mode, Point
 from tests.support.pg import BACKENDS, Backends, backends, unique
 
@@ -268,7 +269,7 @@ def probe_for(store: Backends) -> Probe:
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
