@@ -159,3 +159,35 @@ def test_an_invalid_backend_is_one_line_not_a_traceback(command: list[str]) -> N
     )
     assert imported.returncode == 1
     assert "ImportError: HISTCORE_BACKEND must be" in imported.stderr
+
+
+# What the console script runs, in a fresh interpreter where histcore._core cannot be
+# imported: None in sys.modules makes `import histcore._core` fail as if absent.
+_SCRIPT_WITHOUT_ENGINE = (
+    "import sys; sys.modules['histcore._core'] = None; "
+    "sys.argv = ['/venv/bin/histcore', *sys.argv[1:]]; "
+    "from histcore.cli import main; sys.exit(main())"
+)
+
+
+@pytest.mark.parametrize("command", [["bench"], ["doctor", "x.db"], ["--version"]])
+def test_rust_backend_without_the_engine_is_one_line_with_the_ways_out(
+    command: list[str],
+) -> None:
+    env = {**os.environ, "HISTCORE_BACKEND": "rust"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT_WITHOUT_ENGINE, *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("histcore: error: HISTCORE_BACKEND=rust, but this histcore is ")
+    assert "pure-Python build" in lines[0]
+    assert "install the compiled wheel or build from source with a Rust toolchain" in lines[0]
+    assert "unset HISTCORE_BACKEND (or set it to auto or python)" in lines[0]

@@ -100,9 +100,15 @@ def test_auto_falls_back_when_extension_is_missing(
 
 
 def test_rust_fails_loudly_when_extension_is_missing(without_extension: Path) -> None:
-    message = failure(run(without_extension, "rust"))
-    assert "histcore._core" in message
-    assert "HISTCORE_BACKEND=rust" in message
+    stderr = failure(run(without_extension, "rust"))
+    # One traceback (no chained ModuleNotFoundError), ending in one line that says
+    # what is wrong and both ways out.
+    assert stderr.count("Traceback") == 1, stderr
+    message = stderr.strip().splitlines()[-1]
+    assert message.startswith("ImportError: HISTCORE_BACKEND=rust, but ")
+    assert "pure-Python build (no histcore._core)" in message
+    assert "install the compiled wheel or build from source with a Rust toolchain" in message
+    assert "unset HISTCORE_BACKEND (or set it to auto or python)" in message
 
 
 @pytest.mark.parametrize("value", [None, "auto", "rust"])

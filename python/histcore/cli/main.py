@@ -8,6 +8,7 @@ entry in ``SUBCOMMANDS``; the implementations live in their own modules.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -51,4 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line (``argv`` defaults to ``sys.argv[1:]``); return the exit code."""
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
-    return run(args)
+    try:
+        return run(args)
+    except KeyboardInterrupt:  # Ctrl-C in a long bench or check: a line, not a traceback
+        print(f"histcore {args.command}: interrupted", file=sys.stderr)
+        return 130

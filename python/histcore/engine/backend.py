@@ -14,6 +14,14 @@ from typing import Literal
 
 _CHOICES = ("auto", "rust", "python")
 
+#: Why ``HISTCORE_BACKEND=rust`` failed when the extension is simply not there (one
+#: line: the ``histcore`` command prints it as its error), and the ways out.
+MISSING_ENGINE = (
+    "HISTCORE_BACKEND=rust, but this histcore is the pure-Python build (no histcore._core): "
+    "install the compiled wheel or build from source with a Rust toolchain, "
+    "or unset HISTCORE_BACKEND (or set it to auto or python)"
+)
+
 
 def _load() -> tuple[ModuleType, Literal["rust", "python"]]:
     choice = os.environ.get("HISTCORE_BACKEND", "auto").strip().lower() or "auto"
@@ -26,11 +34,14 @@ def _load() -> tuple[ModuleType, Literal["rust", "python"]]:
     try:
         core = importlib.import_module("histcore._core")
     except ModuleNotFoundError as exc:
-        if choice == "rust" or exc.name != "histcore._core":
+        if exc.name != "histcore._core":  # present, but a module it imports is missing
             raise ImportError(
                 "histcore's Rust extension (histcore._core) could not be imported "
                 f"and HISTCORE_BACKEND={choice}: {exc}"
             ) from exc
+        if choice == "rust":
+            # Plainly absent: the cause adds only a second traceback, so it is dropped.
+            raise ImportError(MISSING_ENGINE) from None
         from histcore.engine import pure as _pure
 
         return _pure, "python"
