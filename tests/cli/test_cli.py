@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,8 @@ from histcore.cli.main import main
 from histcore.engine import pure as _pure
 
 TINY = ["--sizes", "200", "--repeat", "1"]
+#: A size's progress line: ``[1/2] 10^3 items (40 cases) ........................ 3.1 s``.
+PROGRESS_LINE = r"\[\d+/\d+\] \S+ items \((\d+) cases\) (\.+) [\d.]+ (ns|us|ms|s)"
 ALL_CASES = [(name, shape) for name, operation in OPERATIONS.items() for shape in operation.shapes]
 
 
@@ -67,7 +70,12 @@ def test_help_documents_commands_and_every_option(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
     assert exc.value.code == 0
-    assert "bench" in capsys.readouterr().out
+    top = " ".join(capsys.readouterr().out.split())  # argparse wraps the help text
+    # What bench times now: generated histories, SDK turns, and the user's own store.
+    assert "bench time histcore against the OpenAI Agents SDK" in top
+    for option in ("--openai-agents", "--store/--dsn", "generated histories"):
+        assert option in top
+    assert "large generated" not in top
     with pytest.raises(SystemExit) as exc:
         main(["bench", "--help"])
     assert exc.value.code == 0
@@ -110,17 +118,9 @@ def test_bench_prints_progress_header_and_table(
 ) -> None:
     code, out, err = run_cli(capsys, "bench", *TINY)
     assert code == 0, err
-    # Progress on stderr, one line per step, numbered.
-    progress = [line for line in err.splitlines() if line.startswith("[")]
-    assert progress[0].startswith("[1/")
-    assert " ... " in progress[0]
-    total = int(progress[0].split("/")[1].split("]")[0])
-    assert len(progress) == total
-    assert any(line.startswith(f"[{total}/{total}]") for line in progress)
-    line = next(line for line in progress if "] dedupe_keys 200 ... " in line)
-    assert "rust " in line
-    assert "pure " in line
-    assert "[reasoning_run] 200 ... " in err
+    # Progress on stderr: one line for the one size, a dot per case, then its time.
+    assert len(err.splitlines()) == 1, err
+    assert re.fullmatch(PROGRESS_LINE, err.splitlines()[0]), err
     # The header names machine, CPUs, Python, histcore, build and SDK.
     assert f"histcore {__version__}" in out
     assert f"{os.cpu_count()} CPUs" in out
@@ -142,6 +142,118 @@ def test_bench_prints_progress_header_and_table(
     assert "[reasoning_run]" in out
     for name in BASELINES:
         assert name in rows
+
+
+def test_bench_progress_is_one_line_per_size_and_the_report_ends_with_a_summary(
+    capsys: pytest.CaptureFixture[str], release_engine: SimpleNamespace, tmp_path: Path
+) -> None:
+    functions = "dedupe_keys,deduplicate_input_items_preferring_latest"
+    path = tmp_path / "bench.json"
+    code, out, err = run_cli(
+        capsys, "bench", *TINY, "--sizes", "100,200", "--functions", functions, "--json", str(path)
+    )
+    assert code == 0, err
+    progress = err.splitlines()
+    assert progress[-1] == f"histcore bench: wrote {path}"
+    assert [line.split(" items")[0] for line in progress[:-1]] == ["[1/2] 10^2", "[2/2] 200"]
+    for line in progress[:-1]:
+        match = re.fullmatch(PROGRESS_LINE, line)
+        assert match, line
+        # The baselines, dedupe_keys, and the latest-value dedupe on its three shapes.
+        assert int(match[1]) == len(match[2]) == len(BASELINES) + 1 + 3
+    assert "dedupe_keys" not in err  # no line per function
+    data = json.loads(path.read_text(encoding="utf-8"))
+    summary = data["summary"]
+    assert out.splitlines()[-4:] == ["", *summary["lines"]]
+    first, second, third = summary["lines"]
+    cases = {(c["function"], c["shape"], c["size"]): c["timings"] for c in data["cases"]}
+    pure_over_rust = {
+        name: cases[(name, "history", 200)]["python"]["median_s"]
+        / cases[(name, "history", 200)]["rust"]["median_s"]
+        for name in functions.split(",")
+    }
+    assert summary["python_over_rust"]["by_function"] == pytest.approx(pure_over_rust)
+    low, high = sorted(pure_over_rust.values())
+    assert second.startswith(f"pure/rust at 200 items: {low:.1f}x")  # names where they fit
+    assert f" to {high:.1f}x" in second
+    assert max(map(len, summary["lines"])) <= 120
+    assert second.endswith(" over 2 functions")
+    if data["environment"]["openai_agents"] is None:
+        assert first == "SDK/rust at 200 items: not measured (openai-agents is not installed)"
+    else:
+        assert first.startswith("SDK/rust at 200 items: ")
+        assert summary["sdk_over_primary"]["by_function"].keys() == pure_over_rust.keys()
+    # Sizes below 10^3 say nothing about growth.
+    assert third == "rust time per item: not checked (it needs two sizes of 10^3 items or more)"
+
+
+def _summary_suite(
+    spreads: dict[str, float], backends: tuple[engine.Backend, ...] = ("rust", "python")
+) -> SuiteResult:
+    """Runs at 10^3 and 10^5 items where the SDK takes 10x and the pure twin 4x as long
+    as Rust at 10^5, and Rust's time per item grows by ``spreads[function]``."""
+    cases = []
+    for index, (name, spread) in enumerate(spreads.items()):
+        for size, rust in ((1000, 1e-3), (100_000, 0.1 * spread)):
+            sdk_ratio = 10.0 + index if size == 100_000 else 1.0
+            timings = {
+                "rust": timing(rust),
+                "python": timing(4 * rust),
+                "sdk": timing(rust * sdk_ratio),
+            }
+            cases.append(
+                CaseResult(name, "history", size, {k: timings[k] for k in (*backends, "sdk")})
+            )
+    return SuiteResult(Settings(sizes=(1000, 100_000), backends=backends), "0.0", cases, [])
+
+
+def test_the_summary_gives_the_headline_ratios_and_whether_time_per_item_stayed_flat() -> None:
+    from histcore.cli.bench.report import summarize
+
+    result = _summary_suite({"dedupe_keys": 1.2, "deep_copy_items": 3.0, "content_keys": 1.5})
+    assert summarize(result).lines() == [
+        "SDK/rust at 10^5 items: 10.0x (dedupe_keys) to 12.0x (content_keys), "
+        "median 11.0x over 3 functions",
+        "pure/rust at 10^5 items: 4.0x (dedupe_keys) to 4.0x (content_keys), "
+        "median 4.0x over 3 functions",
+        "rust time per item, 10^3 to 10^5 items: flat in 2 of 3 passes; "
+        "not flat: deep_copy_items 3.00x",
+    ]
+    text = render(result, Environment.current("release", "0.0"))
+    assert text.splitlines()[-3:] == summarize(result).lines()
+    flat = _summary_suite({"dedupe_keys": 1.2, "content_keys": 1.5})
+    assert summarize(flat).lines()[2] == (
+        "rust time per item, 10^3 to 10^5 items: flat in all 2 passes (the linearity table above)"
+    )
+
+
+def test_the_summary_says_what_was_not_measured() -> None:
+    from histcore.cli.bench.report import summarize
+
+    result = _summary_suite({"dedupe_keys": 1.0}, backends=("python",))
+    result.settings = Settings(sizes=(1000, 100_000), backends=("python",), reference=False)
+    for case in result.cases:
+        del case.timings["sdk"]
+    lines = summarize(result).lines()
+    assert lines[:2] == [
+        "SDK/pure at 10^5 items: not measured (--no-reference)",
+        "pure/rust at 10^5 items: not measured (--backend python)",
+    ]
+    assert lines[2].startswith("pure time per item, 10^3 to 10^5 items: flat in all 1 passes")
+
+
+def test_ctrl_c_in_a_run_is_one_line_and_exit_130(
+    capsys: pytest.CaptureFixture[str],
+    release_engine: SimpleNamespace,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def interrupted(*_: object, **__: object) -> SuiteResult:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "run_suite", interrupted)
+    code, out, err = run_cli(capsys, "bench", *TINY)
+    assert code == 130
+    assert (out, err) == ("", "histcore bench: interrupted\n")
 
 
 def test_the_shipped_bench_speaks_of_no_internal_target(
@@ -259,7 +371,7 @@ def test_python_backend_needs_no_build(
     assert code == 0, err
     assert "rust engine build: not timed" in out
     assert "SDK/pure" in out
-    assert "rust " not in next(line for line in err.splitlines() if "deep_copy_items" in line)
+    assert "pure/rust at 200 items: not measured (--backend python)" in out
 
 
 # --- refusals -------------------------------------------------------------------------
@@ -431,6 +543,47 @@ def test_plot_draws_from_the_json_documents(tmp_path: Path) -> None:
         plot.draw(str(tmp_path / "out.pdf"), engine=engine_doc)
     with pytest.raises(ValueError, match="nothing to draw"):
         plot.draw(str(tmp_path / "out.png"))
+
+
+def _y_tick_labels(axes: Any) -> list[str]:
+    """The y tick labels shown inside the axes' range, bottom to top."""
+    low, high = axes.get_ylim()
+    return [
+        label.get_text()
+        for label in sorted(axes.get_yticklabels(which="both"), key=lambda t: t.get_position()[1])
+        if label.get_text() and low <= label.get_position()[1] <= high
+    ]
+
+
+def test_the_plot_labels_times_in_seconds_and_milliseconds() -> None:
+    """Not 6x10^-1 and 4x10^0: a turn of 0.55 s to 4.2 s reads 600 ms ... 4 s."""
+    pytest.importorskip("matplotlib")
+    from histcore.cli.bench import plot
+
+    def timing(seconds: float) -> dict[str, Any]:
+        return {"median_s": seconds, "samples_s": [seconds], "loops": 1}
+
+    sdk_doc = {
+        "turns": [
+            {"size": 1000, "plain": timing(0.55), "installed": timing(0.7)},
+            {"size": 10_000, "plain": timing(4.2), "installed": timing(1.1)},
+        ]
+    }
+    engine_doc = {
+        "cases": [
+            {"function": "dedupe_keys", "shape": "history", "size": size, "timings": timings}
+            for size, timings in (
+                (1000, {"rust": timing(2e-5), "sdk": timing(4e-4)}),
+                (100_000, {"rust": timing(3e-3), "sdk": timing(0.05)}),
+            )
+        ]
+    }
+    drawn = plot.figure(engine=engine_doc, sdk=sdk_doc)
+    drawn.canvas.draw()  # tick labels are chosen when the figure is drawn
+    engine_axes, turn_axes = (axes for axes in drawn.axes if axes.get_visible())
+    assert _y_tick_labels(engine_axes) == ["100 us", "1 ms", "10 ms"]
+    assert _y_tick_labels(turn_axes) == ["600 ms", "1 s", "2 s", "3 s", "4 s"]
+    assert turn_axes.get_ylabel() == "median time"
 
 
 def test_plot_suffix_must_be_png_or_svg(capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,6 +21,7 @@ from histcore.cli.bench.engine import (
 )
 from histcore.cli.bench.environment import Environment
 from histcore.cli.bench.report import LINEARITY_LIMIT, render, to_json
+from histcore.cli.bench.units import format_seconds, size_label
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
@@ -29,7 +30,10 @@ __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 MIN_SIZE = 10
 MAX_SIZE = 10_000_000
 
-HELP = "time the engine on large generated histories against the OpenAI Agents SDK"
+HELP = (
+    "time histcore against the OpenAI Agents SDK: the engine on generated histories, "
+    "SDK conversation turns (--openai-agents), or your own store (--store/--dsn)"
+)
 
 DESCRIPTION = f"""\
 Time histcore's engine functions on generated, realistic conversation histories
@@ -45,10 +49,12 @@ orphan pruning is quadratic on the pathological shapes, so it only runs there up
 to {QUADRATIC_REFERENCE_LIMIT} items.
 
 The table gives the median time, the SDK/histcore ratio and the time per item; then
-the baselines (a bare loop reading type/id/call_id, orjson with sorted keys) and a
-linearity check (time per item across sizes >= 10^3 within {LINEARITY_LIMIT:g}x).
-Progress goes to stderr, the report to stdout; --json writes every sample (and the
-machine, versions and commit they were taken with), --plot draws time against size.
+the baselines (a bare loop reading type/id/call_id, orjson with sorted keys), a
+linearity check (time per item across sizes >= 10^3 within {LINEARITY_LIMIT:g}x) and a
+three-line summary: the SDK/histcore and pure/Rust ratios at the largest size, and
+whether the time per item stayed flat. Progress goes to stderr (a line per size), the
+report to stdout; --json writes every sample (and the machine, versions and commit
+they were taken with), --plot draws time against size.
 
 A debug build of the Rust engine is refused (exit code 2) unless --allow-debug is
 given; its numbers are then labelled as meaningless."""
@@ -63,7 +69,8 @@ exit codes: 0 done, 1 a result was wrong, 2 bad arguments, debug or missing buil
 
 examples:
   histcore bench
-  histcore bench --huge --json bench.json
+  histcore bench --openai-agents --sizes 1000,10000
+  histcore bench --huge --json bench.json --plot bench.svg
   histcore bench --sizes 1e4 --functions dedupe_keys,content_keys --backend rust"""
 
 
@@ -224,17 +231,32 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 class _StderrProgress:
-    """``[3/24] dedupe_keys rust 10^5 ... 1.2 ms`` lines on stderr."""
+    """One line per size on stderr, a dot per step as it is done:
+    ``[2/3] 10^4 items (40 cases) ........................................ 4.1 s``."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self._open = False
 
-    def start(self, index: int, total: int, label: str) -> None:
-        self._stream.write(f"[{index}/{total}] {label} ... ")
-        self._stream.flush()
+    def start_size(self, index: int, total: int, size: int, steps: int) -> None:
+        self._write(f"[{index}/{total}] {size_label(size)} items ({steps} cases) ")
+        self._open = True
 
-    def finish(self, outcome: str) -> None:
-        self._stream.write(outcome + "\n")
+    def step_done(self) -> None:
+        self._write(".")
+
+    def finish_size(self, seconds: float) -> None:
+        self._write(f" {format_seconds(seconds)}\n")
+        self._open = False
+
+    def close(self) -> None:
+        """End a line left open by an error or an interrupt, so what follows starts a line."""
+        if self._open:
+            self._write("\n")
+            self._open = False
+
+    def _write(self, text: str) -> None:
+        self._stream.write(text)
         self._stream.flush()
 
 
@@ -298,10 +320,14 @@ def run(args: argparse.Namespace) -> int:
         repeat=args.repeat,
         reference=not args.no_reference,
     )
+    progress = _StderrProgress(sys.stderr)
     try:
-        result = run_suite(settings, _StderrProgress(sys.stderr), rust=rust)
+        result = run_suite(settings, progress, rust=rust)
     except CorrectnessError as exc:
+        progress.close()
         return _fail(str(exc), code=1)
+    finally:  # an interrupt too
+        progress.close()
     environment = Environment.current(build_profile, result.sdk_version)
     print(render(result, environment))
     if json_path is not None:

@@ -11,6 +11,7 @@ the pure twin's.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -20,7 +21,6 @@ import orjson
 
 from histcore.cli.bench.reference import Reference, bare_loop, load_reference, orjson_sort_keys
 from histcore.cli.bench.timing import Timing, measure, measure_interleaved, timed_call
-from histcore.cli.bench.units import format_seconds, size_label
 from histcore.engine import pure as _pure
 from histcore.testing_histories import generate_history, pending_programs, reasoning_run
 
@@ -357,18 +357,24 @@ class SuiteResult:
 
 
 class Progress(Protocol):
-    """Receives a line before each step, and its outcome after."""
+    """Told when each size starts (its place among the sizes and its number of steps),
+    after each of its steps, and when it is done."""
 
-    def start(self, index: int, total: int, label: str) -> None: ...
+    def start_size(self, index: int, total: int, size: int, steps: int) -> None: ...
 
-    def finish(self, outcome: str) -> None: ...
+    def step_done(self) -> None: ...
+
+    def finish_size(self, seconds: float) -> None: ...
 
 
 class _Silent:
-    def start(self, index: int, total: int, label: str) -> None:
+    def start_size(self, index: int, total: int, size: int, steps: int) -> None:
         pass
 
-    def finish(self, outcome: str) -> None:
+    def step_done(self) -> None:
+        pass
+
+    def finish_size(self, seconds: float) -> None:
         pass
 
 
@@ -378,18 +384,11 @@ class _Case:
     shape: str
     size: int
 
-    def label(self) -> str:
-        shape = "" if self.shape == "history" else f" [{self.shape}]"
-        return f"{self.operation.name}{shape} {size_label(self.size)}"
-
 
 @dataclass(frozen=True)
 class _BaselineStep:
     name: str
     size: int
-
-    def label(self) -> str:
-        return f"baseline {self.name} {size_label(self.size)}"
 
 
 def _reference_runs(operation: Operation, shape: str, size: int) -> bool:
@@ -411,9 +410,6 @@ def _plan(settings: Settings) -> Iterator[_Case | _BaselineStep]:
                     yield _Case(operation, shape, size)
 
 
-_NAMES: dict[str, str] = {"rust": "rust", "python": "pure", "sdk": "SDK"}
-
-
 def run_suite(
     settings: Settings,
     progress: Progress | None = None,
@@ -431,9 +427,14 @@ def run_suite(
     reference = load_reference() if settings.reference else None
     result = SuiteResult(settings, reference.version if reference else None)
     steps = list(_plan(settings))
+    sizes = sorted({step.size for step in steps})
     workload: Workload | None = None
-    for index, step in enumerate(steps, 1):
-        progress.start(index, len(steps), step.label())
+    started = 0.0
+    for index, step in enumerate(steps):
+        if index == 0 or steps[index - 1].size != step.size:
+            per_size = sum(1 for other in steps if other.size == step.size)
+            progress.start_size(sizes.index(step.size) + 1, len(sizes), step.size, per_size)
+            started = time.perf_counter()
         shape = "history" if isinstance(step, _BaselineStep) else step.shape
         if workload is None or (workload.shape, workload.size) != (shape, step.size):
             workload = None  # free the previous history before generating the next
@@ -443,15 +444,11 @@ def run_suite(
             _, first = timed_call(baseline)
             timing = measure(baseline, settings.repeat, first, workload.refresh)
             result.baselines.append(BaselineResult(step.name, step.size, timing))
-            progress.finish(format_seconds(timing.median))
-            continue
-        case = _run_case(step, workload, settings, rust, reference)
-        result.cases.append(case)
-        progress.finish(
-            ", ".join(
-                f"{_NAMES[name]} {format_seconds(t.median)}" for name, t in case.timings.items()
-            )
-        )
+        else:
+            result.cases.append(_run_case(step, workload, settings, rust, reference))
+        progress.step_done()
+        if index + 1 == len(steps) or steps[index + 1].size != step.size:
+            progress.finish_size(time.perf_counter() - started)
     result.cases.sort(key=_report_order)
     return result
 

@@ -25,10 +25,14 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from histcore.cli.bench.units import format_seconds
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import Formatter
 
-__all__ = ["FORMATS", "draw"]
+__all__ = ["FORMATS", "draw", "figure"]
 
 #: The file formats ``draw`` writes, by file name suffix.
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -83,6 +87,17 @@ def _turn_panels(sdk: Mapping[str, Any]) -> list[Panel]:
     return panels
 
 
+def _seconds_formatter() -> Formatter:
+    """Log-axis tick labels in s, ms, us or ns, on the ticks matplotlib would label."""
+    from matplotlib.ticker import LogFormatter
+
+    class Seconds(LogFormatter):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return format_seconds(x) if x > 0 and super().__call__(x, pos) else ""
+
+    return Seconds()
+
+
 def _draw_panel(axes: Axes, panel: Panel) -> None:
     title, lines, styles = panel
     for name, (label, colour, marker, style) in styles.items():
@@ -93,9 +108,12 @@ def _draw_panel(axes: Axes, panel: Panel) -> None:
         axes.plot(sizes, seconds, label=label, color=colour, marker=marker, linestyle=style)
     axes.set_xscale("log")
     axes.set_yscale("log")
+    # Times as a reader says them (600 ms, 4 s), not as powers of ten (6x10^-1).
+    axes.yaxis.set_major_formatter(_seconds_formatter())
+    axes.yaxis.set_minor_formatter(_seconds_formatter())
     axes.set_title(title, fontsize=10)
     axes.set_xlabel("history size (items)", fontsize=8)
-    axes.set_ylabel("median time (s)", fontsize=8)
+    axes.set_ylabel("median time", fontsize=8)
     axes.tick_params(which="both", labelsize=7)
     axes.grid(True, which="major", alpha=0.3)
     axes.legend(fontsize=7)
@@ -132,6 +150,11 @@ def draw(
     file_format = FORMATS.get(os.path.splitext(path)[1].lower())
     if file_format is None:
         raise ValueError(f"cannot draw {path!r}: the file name must end in .png or .svg")
+    figure(engine=engine, sdk=sdk).savefig(path, format=file_format)
+
+
+def figure(*, engine: dict[str, Any] | None = None, sdk: dict[str, Any] | None = None) -> Figure:
+    """The figure :func:`draw` saves (on an Agg canvas), for a caller to inspect or save."""
     panels = (_engine_panels(engine) if engine else []) + (_turn_panels(sdk) if sdk else [])
     if not panels:
         raise ValueError("nothing to draw: no timings in the given results")
@@ -141,14 +164,14 @@ def draw(
 
     columns = min(_COLUMNS, len(panels))
     rows = math.ceil(len(panels) / columns)
-    figure = Figure(figsize=(_PANEL_SIZE[0] * columns, _PANEL_SIZE[1] * rows + 0.6))
-    FigureCanvasAgg(figure)
-    grid = figure.subplots(rows, columns, squeeze=False)
+    drawn = Figure(figsize=(_PANEL_SIZE[0] * columns, _PANEL_SIZE[1] * rows + 0.6))
+    FigureCanvasAgg(drawn)
+    grid = drawn.subplots(rows, columns, squeeze=False)
     for index, axes in enumerate(grid.flat):
         if index < len(panels):
             _draw_panel(axes, panels[index])
         else:
             axes.set_visible(False)
-    figure.suptitle(_title([doc for doc in (engine, sdk) if doc]), fontsize=10)
-    figure.tight_layout()
-    figure.savefig(path, format=file_format)
+    drawn.suptitle(_title([doc for doc in (engine, sdk) if doc]), fontsize=10)
+    drawn.tight_layout()
+    return drawn

@@ -2,12 +2,14 @@
 
 The table has one row per function, shape and size: the median of the Rust engine,
 the pure twin and the SDK, the SDK/histcore ratio and histcore's time per item.
-Baselines and a linearity check (time per item across sizes) follow. The JSON document
-holds every sample, and the environment the run was taken in.
+Baselines, a linearity check (time per item across sizes) and a three-line summary
+(the headline ratios, and whether time per item stayed flat) follow. The JSON document
+holds every sample, the summary, and the environment the run was taken in.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,9 +28,12 @@ __all__ = [
     "LINEARITY_LIMIT",
     "Environment",
     "LinearityRow",
+    "Ratios",
+    "Summary",
     "header",
     "linearity",
     "render",
+    "summarize",
     "to_json",
 ]
 
@@ -156,6 +161,154 @@ def linearity(result: SuiteResult) -> list[LinearityRow]:
     return rows
 
 
+# The summary's lines stay within the report's width; names are dropped to fit.
+_SUMMARY_WIDTH = 120
+
+
+@dataclass(frozen=True)
+class Ratios:
+    """One implementation's time over another's, per function, at one size."""
+
+    numerator: Implementation
+    denominator: Implementation
+    by_function: dict[str, float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.by_function.values())
+
+    def line(self, size: int) -> str:
+        ratios = sorted(self.by_function.items(), key=lambda pair: pair[1])
+        (low_name, low), (high_name, high) = ratios[0], ratios[-1]
+        label = f"{_COLUMN_NAMES[self.numerator]}/{_COLUMN_NAMES[self.denominator]}"
+        head = f"{label} at {size_label(size)} items: "
+        tail = f", median {self.median:.1f}x over {len(ratios)} functions"
+        named = f"{low:.1f}x ({low_name}) to {high:.1f}x ({high_name})"
+        if len(head + named + tail) <= _SUMMARY_WIDTH:
+            return head + named + tail
+        return head + f"{low:.1f}x to {high:.1f}x" + tail
+
+    def to_json(self) -> dict[str, Any]:
+        values = self.by_function.values()
+        return {
+            "numerator": self.numerator,
+            "denominator": self.denominator,
+            "min": min(values),
+            "median": self.median,
+            "max": max(values),
+            "by_function": dict(self.by_function),
+        }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The report's last three lines, as data: the headline ratios on the generated
+    history at the largest size, and whether the time per item stayed flat."""
+
+    size: int | None
+    primary: Implementation
+    sdk: Ratios | None
+    sdk_missing: str
+    """Why there are no SDK ratios (empty when there are)."""
+    pure_over_rust: Ratios | None
+    pure_missing: str
+    flat: list[LinearityRow]
+    not_flat: list[LinearityRow]
+
+    def lines(self) -> list[str]:
+        size = size_label(self.size) if self.size else "-"
+        name = _COLUMN_NAMES[self.primary]
+        first = (
+            self.sdk.line(self.size)
+            if self.sdk and self.size
+            else f"SDK/{name} at {size} items: not measured ({self.sdk_missing})"
+        )
+        second = (
+            self.pure_over_rust.line(self.size)
+            if self.pure_over_rust and self.size
+            else f"pure/rust at {size} items: not measured ({self.pure_missing})"
+        )
+        return [first, second, self._flat_line()]
+
+    def _flat_line(self) -> str:
+        rows = self.flat + self.not_flat
+        name = _COLUMN_NAMES[self.primary]
+        if not rows:
+            return f"{name} time per item: not checked (it needs two sizes of 10^3 items or more)"
+        sizes = sorted({size for row in rows for size in row.ns_per_item})
+        line = f"{name} time per item, {size_label(sizes[0])} to {size_label(sizes[-1])} items: "
+        if not self.not_flat:
+            return line + f"flat in all {len(rows)} passes (the linearity table above)"
+        line += f"flat in {len(self.flat)} of {len(rows)} passes; not flat:"
+        named = 0  # the worst first, as many as fit
+        for row in self.not_flat:
+            entry = f" {_short_case_name(row.operation, row.shape)} {row.spread:.2f}x"
+            rest = len(self.not_flat) - named - 1
+            if len(line + entry + (f", +{rest} more" if rest else "")) > _SUMMARY_WIDTH:
+                break
+            line += ("," if named else "") + entry
+            named += 1
+        if named == 0:
+            return line + f" {len(self.not_flat)} (the linearity table above)"
+        rest = len(self.not_flat) - named
+        return line + (f", +{rest} more" if rest else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "implementation": self.primary,
+            "sdk_over_primary": self.sdk.to_json() if self.sdk else None,
+            "python_over_rust": self.pure_over_rust.to_json() if self.pure_over_rust else None,
+            "time_per_item": {
+                "passes": len(self.flat) + len(self.not_flat),
+                "flat": len(self.flat),
+                "not_flat": [
+                    {"function": row.operation, "shape": row.shape, "spread": row.spread}
+                    for row in self.not_flat
+                ],
+            },
+            "lines": self.lines(),
+        }
+
+
+def _ratios_at(
+    result: SuiteResult, size: int, numerator: Implementation, denominator: Implementation
+) -> Ratios | None:
+    by_function = {
+        case.operation: case.timings[numerator].median / case.timings[denominator].median
+        for case in result.cases
+        if case.size == size
+        and case.shape == "history"
+        and numerator in case.timings
+        and denominator in case.timings
+    }
+    return Ratios(numerator, denominator, by_function) if by_function else None
+
+
+def summarize(result: SuiteResult) -> Summary:
+    """The headline ratios on the generated history at the largest size timed, and the
+    time per item of the engine the ratios are about across sizes."""
+    primary = _primary(result)
+    sizes = [case.size for case in result.cases if case.shape == "history"]
+    size = max(sizes) if sizes else None
+    sdk = None if size is None else _ratios_at(result, size, "sdk", primary)
+    if not result.settings.reference:
+        sdk_missing = "--no-reference"
+    elif result.sdk_version is None:
+        sdk_missing = "openai-agents is not installed"
+    else:
+        sdk_missing = "no function timed has an SDK helper"
+    backends = result.settings.backends
+    pure = None if size is None else _ratios_at(result, size, "python", "rust")
+    pure_missing = f"--backend {backends[0]}" if len(backends) == 1 else "no function timed on both"
+    rows = [row for row in linearity(result) if row.implementation == primary]
+    flat = [row for row in rows if row.verdict() != "NOT LINEAR"]
+    not_flat = sorted(
+        (row for row in rows if row.verdict() == "NOT LINEAR"), key=lambda row: -row.spread
+    )
+    return Summary(size, primary, sdk, sdk_missing, pure, pure_missing, flat, not_flat)
+
+
 def _case_name(case: CaseResult) -> str:
     return case.operation if case.shape == "history" else f"{case.operation} [{case.shape}]"
 
@@ -252,6 +405,7 @@ def render(result: SuiteResult, environment: Environment) -> str:
     if notes:
         lines.append("")
         lines += [f"[{number}] {note}" for note, number in notes.items()]
+    lines += ["", *summarize(result).lines()]
     return "\n".join(lines)
 
 
@@ -310,6 +464,7 @@ def to_json(result: SuiteResult, environment: Environment) -> dict[str, Any]:
             }
             for row in linearity(result)
         ],
+        "summary": summarize(result).to_json(),
     }
 
 
