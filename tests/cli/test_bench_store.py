@@ -257,3 +257,122 @@ def _pg_rows(dsn: str, tables: tuple[str, str]) -> list[Any]:
     sessions = _pg_execute(dsn, f"SELECT * FROM {tables[0]} ORDER BY session_id")
     messages = _pg_execute(dsn, f"SELECT id, session_id, message_text FROM {tables[1]} ORDER BY id")
     return [sessions, messages, os.environ.get("CI")]
+
+
+# --- live and hostile stores ------------------------------------------------------------
+
+
+def _append_after_reads(monkeypatch: pytest.MonkeyPatch, path: Path, times: int) -> list[int]:
+    """After each of the store's first ``times`` reads of a session, the application
+    appends a message to it (as a live writer between the bench's two reads would)."""
+    from histcore.cli.doctor.sqlite import SQLiteStore
+
+    read_rows = SQLiteStore.read_rows
+    appended: list[int] = []
+
+    def reading(self: SQLiteStore, session_id: str) -> Any:
+        rows = read_rows(self, session_id)
+        if len(appended) < times:
+            with sqlite3.connect(path) as conn:
+                cursor = conn.execute(
+                    "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+                    (session_id, json.dumps({"role": "user", "content": "meanwhile"})),
+                )
+                appended.append(int(cursor.lastrowid or 0))
+            conn.close()
+        return rows
+
+    monkeypatch.setattr(SQLiteStore, "read_rows", reading)
+    return appended
+
+
+def test_a_session_appended_to_while_it_is_read_is_timed_not_a_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = sdk_store(tmp_path / "sdk.db")
+    appended = _append_after_reads(monkeypatch, path, times=1)
+    out_json = tmp_path / "out.json"
+    code, _, err = run_cli(
+        capsys, "--store", str(path), "--session", "alpha", "--repeat", "1", "--json", str(out_json)
+    )
+    assert code == 0, err
+    assert len(appended) == 1
+    # Timed on the session as it was once it stopped changing: the message appended too.
+    (entry,) = json.loads(out_json.read_text(encoding="utf-8"))["sessions"]
+    assert entry["items"] == SIZES["alpha"] + 1
+    assert not any("changed" in note for note in entry["notes"])
+
+
+def test_a_session_that_keeps_changing_is_noted_not_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = sdk_store(tmp_path / "sdk.db")
+    appended = _append_after_reads(monkeypatch, path, times=100)
+    code, out, err = run_cli(capsys, "--store", str(path), "--session", "alpha", "--repeat", "1")
+    assert code == 0, err
+    assert "differs" not in err
+    (note,) = [line for line in out.splitlines() if "changed while it was read" in line]
+    assert note.startswith("note: session 'alpha': the session changed while it was read, 3 ")
+    assert f"rows: {SIZES['alpha']} -> {SIZES['alpha'] + 1} -> " in note
+    assert len(appended) == 4
+
+
+def test_a_histcore_read_that_differs_from_a_still_store_is_a_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check that the live-writer tolerance must not lose: a wrong read still fails.
+    path = histcore_store(tmp_path / "histcore.db")
+    original = SQLiteSession.get_items
+
+    async def one_short(self: SQLiteSession, limit: int | None = None) -> Any:
+        return (await original(self, limit))[:-1]
+
+    monkeypatch.setattr(SQLiteSession, "get_items", one_short)
+    code, out, err = run_cli(capsys, "--store", str(path), "--session", "alpha", "--repeat", "1")
+    assert code == 1, (out, err)
+    assert "histcore's session read differs from the rows as stored (59 items read, 60" in err
+
+
+HOSTILE = {
+    # message_data as bytes no UTF-8 decoder takes, stored as TEXT
+    "not_utf8": ["CAST(X'7b2278223affff7d' AS TEXT)", "'12'"],
+    # valid JSON, not objects: the SDK reads them as items, histcore's session skips them
+    "not_objects": ["'12'", "'1.5'"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_rows_that_are_not_items_are_named_and_the_rest_timed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    path = sdk_store(tmp_path / "sdk.db")
+    with sqlite3.connect(path) as conn:
+        for value in HOSTILE[kind]:
+            conn.execute(
+                f"INSERT INTO agent_messages (session_id, message_data) VALUES ('alpha', {value})"
+            )
+        hostile = [
+            row_id
+            for (row_id,) in conn.execute(
+                "SELECT id FROM agent_messages ORDER BY id DESC LIMIT ?", (len(HOSTILE[kind]),)
+            )
+        ][::-1]
+    conn.close()
+    before = fingerprint(path)
+    out_json = tmp_path / "out.json"
+    code, out, err = run_cli(capsys, "--store", str(path), "--repeat", "1", "--json", str(out_json))
+    assert code == 0, err
+    report = check_report(out, out_json, SIZES)
+    alpha = report["sessions"][0]
+    assert alpha["rows"] == SIZES["alpha"] + len(hostile)
+    assert [row["row_id"] for row in alpha["skipped_rows"]] == hostile
+    problems = [row["problem"] for row in alpha["skipped_rows"]]
+    if kind == "not_utf8":
+        assert problems[0].startswith("not valid JSON (not valid UTF-8")
+    assert problems[-1] == "JSON but not an item (a number, not an object)"
+    assert alpha["read"]["sdk"]["median_s"] > 0
+    (note,) = [line for line in out.splitlines() if "skips" in line]
+    assert note.startswith(f"note: session 'alpha': {len(hostile)} row(s) histcore's session skips")
+    assert f"row {hostile[0]}: " in note or f"rows {hostile[0]}, {hostile[1]}: " in note
+    assert report["sessions"][1]["skipped_rows"] == []
+    assert fingerprint(path) == before

@@ -148,10 +148,28 @@ def test_help_has_no_markup_and_names_no_file_the_wheel_lacks(
         main(["doctor", "--help"])
     text = capsys.readouterr().out
     assert "``" not in text
-    assert "docs/" not in text
-    assert ".md" not in text
+    assert "docs/" not in text  # no path: the documentation is not installed
     assert "--dry-run" in text
     assert "--quiet" in text
+    assert "--restore BACKUP" in text
+
+
+def test_help_starts_with_examples_and_points_to_the_rules(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["doctor", "--help"])
+    text = capsys.readouterr().out
+    description = text.split("\n\n", 2)[1].splitlines()
+    assert description[:3] == [
+        "examples:",
+        "  histcore doctor app.db         check a SQLite session store; nothing is written",
+        "  histcore doctor app.db --fix   repair it, after writing a backup (app.db.bak-<time>);",
+    ]
+    # The rules themselves are in docs/doctor.md: one line points there.
+    assert "doctor.md in histcore's docs" in text
+    assert "tool outputs stored before their call" not in text
+    assert len(text.splitlines()) < 55
 
 
 # --- a PostgreSQL server that does not answer -------------------------------------------------

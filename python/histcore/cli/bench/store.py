@@ -6,9 +6,10 @@ AdvancedSQLiteSession write them, or histcore's SQLiteSession, which uses the sa
 ones) or a PostgreSQL database (histcore's PostgresSession tables, or the SDK's
 SQLAlchemySession ones). The store is read with the doctor's readers
 (``histcore.cli.doctor``), and nothing in it is written: a SQLite file is opened
-read-only (a ``file:...?mode=ro`` URI; SQLite may leave the empty ``-wal``/``-shm``
-side files of a WAL-mode file, as any reader does), and on PostgreSQL every connection
-is in read-only transactions.
+read-only (a ``file:...?mode=ro`` URI; the ``-wal``/``-shm`` files a WAL-mode file's
+readers need are removed after if they were not there before; on a read-only volume,
+``immutable=1`` as the doctor does), and on PostgreSQL every connection is in read-only
+transactions.
 
 Per session (one output line each: id, items, then):
 
@@ -29,10 +30,13 @@ Per session (one output line each: id, items, then):
   SDK turn (``Runner.run``, a scripted model that calls a tool, then answers) on a copy
   of the session, plain and under ``histcore.openai_agents.install()``.
 
-Every result is checked first: histcore's read against the rows as stored, the SDK's
-read and prepare against histcore's, each pass against the pure twin (and the SDK's),
-and the plain and installed turns must send the same model input, answer the same and
-leave the same session. A difference stops the run with exit code 1.
+Every result is checked first: histcore's read against the rows as stored (read again
+after it: a session a live writer changed meanwhile is read anew, and noted if it keeps
+changing), the SDK's read and prepare against histcore's, each pass against the pure
+twin (and the SDK's), and the plain and installed turns must send the same model input,
+answer the same and leave the same session. A difference stops the run with exit code
+1. Rows histcore's session skips (not valid JSON, or JSON but not an object) are named
+in a note and left out of the SDK's copy.
 
 This module reads the command line and runs the rest: ``store_plan`` (the plan, and
 the store opened and its sessions chosen), ``store_timing`` (the checked, timed calls)

@@ -18,6 +18,7 @@ from histcore.cli.doctor.read import (
     Row,
     Store,
     Tables,
+    row_ids_text,
 )
 from histcore.cli.doctor.sqlite import SQLiteStore
 from histcore.sessions._sqlite_schema import create_tables
@@ -30,9 +31,12 @@ __all__ = [
     "BadInput",
     "Mismatch",
     "Plan",
+    "is_item",
     "open_store",
     "select_sessions",
     "session_items",
+    "skipped_note",
+    "skipped_rows",
     "write_copy",
 ]
 
@@ -114,13 +118,51 @@ def select_sessions(store: Store, wanted: tuple[str, ...] | None) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
+def is_item(row: Row) -> bool:
+    """Whether a session reads the row as an item: it holds a JSON object."""
+    return row.valid and type(row.item) is dict
+
+
 def session_items(rows: Sequence[Row]) -> list[Any]:
-    """The items a session reads: rows holding a JSON object."""
-    return [row.item for row in rows if row.valid and type(row.item) is dict]
+    """The items a session reads."""
+    return [row.item for row in rows if is_item(row)]
+
+
+_JSON_KINDS = {str: "a string", list: "an array", bool: "a boolean", type(None): "null"}
+
+
+def skipped_rows(rows: Sequence[Row]) -> list[tuple[int, str]]:
+    """The rows histcore's session skips: (row id, what is wrong with it)."""
+    skipped = []
+    for row in rows:
+        if not row.valid:
+            skipped.append((row.row_id, f"not valid JSON ({row.reason})"))
+        elif type(row.item) is not dict:
+            kind = _JSON_KINDS.get(type(row.item), "a number")
+            skipped.append((row.row_id, f"JSON but not an item ({kind}, not an object)"))
+    return skipped
+
+
+def skipped_note(skipped: Sequence[tuple[int, str]]) -> str:
+    """The note naming ``skipped_rows``, grouped by what is wrong with them."""
+    by_problem: dict[str, list[int]] = {}
+    for row_id, problem in skipped:
+        by_problem.setdefault(problem, []).append(row_id)
+    named = "; ".join(
+        f"row{'s' if len(ids) > 1 else ''} {row_ids_text(ids)}: {problem}"
+        for problem, ids in by_problem.items()
+    )
+    return (
+        f"{len(skipped)} row(s) histcore's session skips, left out of the SDK's copy too "
+        "so both read the same items (the SDK's SQLiteSession reads JSON that is not an "
+        f"object as an item, and stops at text that is not UTF-8): {named}; "
+        "histcore doctor reports them, and --fix --drop-invalid-rows deletes them"
+    )
 
 
 def write_copy(path: str, session_id: str, rows: Sequence[Row]) -> None:
-    """A SQLite store in the SDK's tables holding the session's rows as stored."""
+    """A SQLite store in the SDK's tables holding the session's item rows as stored
+    (the rows ``skipped_rows`` names are left out)."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
@@ -128,7 +170,7 @@ def write_copy(path: str, session_id: str, rows: Sequence[Row]) -> None:
         conn.execute(f"INSERT INTO {SESSIONS_TABLE} (session_id) VALUES (?)", (session_id,))
         conn.executemany(
             f"INSERT INTO {MESSAGES_TABLE} (session_id, message_data) VALUES (?, ?)",
-            [(session_id, row.data) for row in rows if row.data is not None],
+            [(session_id, row.data) for row in rows if is_item(row)],
         )
         conn.execute("COMMIT")
     finally:

@@ -104,6 +104,7 @@ def render(result: StoreResult) -> str:
         f"store: {result.name} ({kind}, read-only; tables {plan.tables.sessions}, "
         f"{plan.tables.messages}); {len(result.sessions)} session(s)",
         f"engine: {result.environment.backend}; medians of up to {plan.repeat} samples",
+        *[f"note: {note}" for note in result.notes],
         "",
         *_table(result),
         "",
@@ -147,6 +148,9 @@ def _session_json(session: SessionResult) -> dict[str, Any]:
         "passes": {name: _pair_json(pair) for name, pair in session.passes.items()},
         "passes_total": _pair_json(session.passes_total()),
         "turn": turn,
+        "skipped_rows": [
+            {"row_id": row_id, "problem": problem} for row_id, problem in session.skipped
+        ],
         "notes": list(session.notes),
     }
 
@@ -161,6 +165,7 @@ def to_json(result: StoreResult) -> dict[str, Any]:
             "name": result.name,
             "sessions_table": plan.tables.sessions,
             "messages_table": plan.tables.messages,
+            "notes": list(result.notes),
         },
         "settings": {
             "repeat": plan.repeat,

@@ -30,6 +30,7 @@ from histcore.cli.doctor.read import (
     Tables,
 )
 from histcore.cli.doctor.repair import Repair, plan_repair, repaired_rows
+from histcore.cli.doctor.restore import restore_command
 from histcore.cli.doctor.sqlite import SQLiteStore
 
 __all__ = [
@@ -89,6 +90,10 @@ class StoreReport:
     #: --dry-run: every repair planned (``SessionReport.repair``), none applied
     dry_run: bool = False
     drop_invalid_rows: bool = False
+    #: how the store was opened, when that was unusual (a SQLite file read immutable)
+    notes: list[str] = field(default_factory=list)
+    #: the command that puts back what the fix changed (SQLite: ``--restore``)
+    restore: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -200,10 +205,15 @@ def check_store(
         dry_run=dry_run,
         drop_invalid_rows=drop_invalid_rows,
     )
+    notice = getattr(store, "notice", None)
+    if notice:
+        report.notes.append(notice)
     try:
         _check(store, report, session, progress)
     finally:
         store.close()
+    if report.backup is not None and path is not None and dsn is None:
+        report.restore = restore_command(report.backup, path, tables or Tables())
     return report
 
 

@@ -217,6 +217,10 @@ class PostgresStore:
             while chunk := cursor.fetchmany(_CHUNK):
                 yield from chunk
 
+    def read_data(self, session_id: str) -> list[tuple[int, Any]]:
+        with self._errors():
+            return [(int(row_id), text) for row_id, text in self._stored_rows(session_id)]
+
     def _stored(self, session_id: str) -> Iterator[tuple[int, bytes]]:
         return stored_pairs(self._stored_rows(session_id))
 

@@ -276,6 +276,11 @@ class Store(Protocol):
         """``read_rows``, but only the facts of each row: what the doctor checks."""
         ...
 
+    def read_data(self, session_id: str) -> list[tuple[int, Any]]:
+        """``read_rows``, undecoded: each row's id and ``Row.data`` (a quick look at
+        whether a session changed)."""
+        ...
+
     def write_backup(self, session_ids: Sequence[str]) -> str:
         """Save (at least) these sessions' rows as they are; where they went."""
         ...

@@ -74,7 +74,10 @@ def render_text(report: StoreReport, quiet: bool = False) -> str:
     lines = (
         []
         if quiet
-        else [f"histcore doctor: {report.path}: {len(report.sessions)} session(s) checked"]
+        else [
+            f"histcore doctor: {report.path}: {len(report.sessions)} session(s) checked",
+            *[f"note: {note}" for note in report.notes],
+        ]
     )
     for entry in report.sessions:
         findings = entry.findings
@@ -225,6 +228,8 @@ def _summary(report: StoreReport) -> str:
         summary += f"; {fixed} repaired"
         if report.backup:
             summary += f"; backup written to {report.backup}"
+            if report.restore:
+                summary += f" (to put it back: {report.restore})"
         if invalid and not report.drop_invalid_rows:
             summary += (
                 f"; {invalid} row(s) that are not valid JSON or not items are left: "
@@ -252,8 +257,10 @@ def render_json(report: StoreReport) -> dict[str, Any]:
         "fix": report.fix,
         "dry_run": report.dry_run,
         "backup": report.backup,
+        "restore_command": report.restore,
         "exit_code": report.exit_code,
         "rows_without_session": report.rows_without_session,
+        "notes": list(report.notes),
         "sessions": [_session_json(entry) for entry in report.sessions],
     }
 

@@ -29,7 +29,7 @@ from histcore.cli.doctor.read import (
 )
 from histcore.sessions._sqlite_schema import note_rewrite
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "remove_side_files", "side_files"]
 
 _Made = TypeVar("_Made")
 
@@ -58,7 +58,9 @@ class SQLiteStore:
     The URI modes never create a file, and read-only stays read-only. No implicit
     transactions (isolation_level=None): each read is one statement, and
     ``transaction()`` opens and ends the repairs' own. ``busy_timeout``: seconds to
-    wait for another process's lock before StoreLocked.
+    wait for another process's lock before StoreLocked. Read-only, a WAL-mode file
+    SQLite cannot open for want of a ``-shm`` file is opened immutable (``notice``
+    says so), and ``close`` removes the ``-wal``/``-shm`` files the reads made.
     """
 
     def __init__(
@@ -70,21 +72,16 @@ class SQLiteStore:
             raise DoctorError(f"{path}: no such file")
         self.name = path
         self._tables = tables = tables if tables is not None else Tables()
-        uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
-        try:
-            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout)
-        except sqlite3.DatabaseError as exc:
-            raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
-        try:
-            names = self._table_names()
-        except sqlite3.Error as exc:
-            self._conn.close()
-            failure = _sqlite_failure(path, exc)
-            if isinstance(failure, StoreLocked):
-                raise failure from exc
-            raise DoctorError(f"{path}: not a readable SQLite database ({exc})") from exc
+        self._writable = writable
+        #: the side files of a WAL-mode file that were there before this store opened
+        self._found_side_files = side_files(path)
+        #: the URI the store is read through (a session reading it may use it too)
+        self.uri = Path(path).absolute().as_uri() + ("?mode=rw" if writable else "?mode=ro")
+        #: why the store was opened in an unusual way (None: it was not)
+        self.notice: str | None = None
+        names = self._open(busy_timeout)
         if tables.messages not in names:
-            self._conn.close()
+            self.close()
             raise DoctorError(f"{path}: not a session store (it has no {tables.messages} table)")
         self._has_sessions_table = tables.sessions in names
         self._without_session: dict[str, list[int]] = {}
@@ -93,11 +90,45 @@ class SQLiteStore:
             self._linked = Linked(self._conn, tables.messages, tables.sessions)
             refusal = self._linked.refusal(self._conn, writable)
         except sqlite3.Error as exc:
-            self._conn.close()
+            self.close()
             raise _sqlite_failure(path, exc) from exc
         if refusal is not None:
-            self._conn.close()
+            self.close()
             raise DoctorError(f"{path}: {refusal}")
+
+    def _open(self, busy_timeout: float) -> set[str]:
+        """Connect and read the table names (where SQLite finds whether it can read);
+        read-only, the immutable fallback when only it reads the file."""
+        try:
+            return self._connect_and_list(busy_timeout)
+        except sqlite3.Error as exc:
+            failure = _sqlite_failure(self.name, exc)
+            if isinstance(failure, StoreLocked):
+                raise failure from exc
+            refusal = None if self._writable else _immutable_refusal(self.name, exc)
+            if refusal != "":
+                hint = f": {refusal}" if refusal else ""
+                raise DoctorError(
+                    f"{self.name}: not a readable SQLite database ({exc}){hint}"
+                ) from exc
+        self.uri = Path(self.name).absolute().as_uri() + "?mode=ro&immutable=1"
+        self.notice = (
+            f"{self.name} is a WAL-mode database in a directory that cannot be written, "
+            "with no -wal file beside it: SQLite cannot make the -shm file a reader needs, "
+            "so it was opened immutable (read as it is, assuming nobody writes to it)"
+        )
+        try:
+            return self._connect_and_list(busy_timeout)
+        except sqlite3.Error as exc:
+            raise DoctorError(f"{self.name}: not a readable SQLite database ({exc})") from exc
+
+    def _connect_and_list(self, busy_timeout: float) -> set[str]:
+        self._conn = sqlite3.connect(self.uri, uri=True, isolation_level=None, timeout=busy_timeout)
+        try:
+            return self._table_names()
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _table_names(self) -> set[str]:
         query = "SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -160,6 +191,11 @@ class SQLiteStore:
 
     def read_rows(self, session_id: str) -> list[Row]:
         return self._each_row(session_id, _sqlite_row)
+
+    def read_data(self, session_id: str) -> list[tuple[int, Any]]:
+        return self._each_row(
+            session_id, lambda row_id, raw, kind: (row_id, _stored_data(raw, kind))
+        )
 
     def read_facts(self, session_id: str) -> list[RowFacts]:
         # A chunk's data and decoded items go once its facts are made.
@@ -243,6 +279,28 @@ class SQLiteStore:
     def _tables_present(self) -> list[str]:
         tables = [self._tables.sessions] if self._has_sessions_table else []
         return [*tables, self._tables.messages, *self._linked.tables]
+
+    @property
+    def tables(self) -> Tables:
+        return self._tables
+
+    @property
+    def linked_tables(self) -> list[str]:
+        """The tables beside the messages table that hold rows of its sessions."""
+        return self._linked.tables
+
+    @contextmanager
+    def attached(self, path: str, alias: str) -> Iterator[sqlite3.Connection]:
+        """The store's connection, with the SQLite file ``path`` attached read-only as
+        ``alias`` (outside any transaction: SQLite attaches and detaches only there)."""
+        uri = Path(path).absolute().as_uri() + "?mode=ro"
+        with self._errors():
+            self._conn.execute("ATTACH DATABASE ? AS " + alias, (uri,))
+        try:
+            yield self._conn
+        finally:
+            with self._errors():
+                self._conn.execute("DETACH DATABASE " + alias)
 
     def _create_tables_in(self, target: str) -> None:
         # The tables' own CREATE statements: the same columns, types and affinities.
@@ -339,7 +397,10 @@ class SQLiteStore:
                 pass
 
     def close(self) -> None:
+        """Close the store, and remove the -wal and -shm files its reads made."""
         self._conn.close()
+        if not self._writable:
+            remove_side_files(self.name, self._found_side_files)
 
 
 def _decoded(cache: dict[bytes, str | None], raw: bytes) -> str | None:
@@ -391,3 +452,66 @@ def _sqlite_facts(row_id: int, raw: bytes | None, kind: str) -> RowFacts:
         return row_facts(row_id, digest, None, f"message_data is {kind.upper()}, not text")
     # Decoded from the bytes the session reads (TEXT and BLOB alike), as _sqlite_row.
     return row_facts(row_id, digest, bytes(raw))
+
+
+# --- a WAL-mode file's side files --------------------------------------------------------
+
+_SIDE_FILES = ("-wal", "-shm")
+
+
+def side_files(path: str) -> frozenset[str]:
+    """Which of ``path``'s ``-wal`` and ``-shm`` files exist."""
+    return frozenset(suffix for suffix in _SIDE_FILES if os.path.exists(path + suffix))
+
+
+def remove_side_files(path: str, found: frozenset[str]) -> None:
+    """Remove the ``-wal`` and ``-shm`` files of ``path`` when neither was ``found``
+    before it was read. SQLite removes them when the last connection to a WAL-mode file
+    closes, but not a read-only one (it cannot checkpoint): a connection that may
+    write, opened and closed without writing, does. SQLite does so only when no other
+    connection has the file open, so a writer that came meanwhile keeps its files."""
+    if found or not side_files(path):
+        return
+    try:
+        conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=rw", uri=True, timeout=0)
+        try:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        pass  # the file cannot be written (nor checkpointed): the files stay
+
+
+def _immutable_refusal(path: str, exc: sqlite3.Error) -> str | None:
+    """Why a read-only open that failed with ``exc`` may not be tried again immutable:
+    "" when it may (a WAL-mode file SQLite cannot open for want of a -shm file it cannot
+    make, with no -wal file, whose changes immutable would not read), else None or a
+    hint. Immutable is safe only while nobody writes, and a writer needs the directory."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    cannot_open = (
+        (int(code) & 0xFF) == _SQLITE_CANTOPEN
+        if code is not None
+        else "unable to open database file" in str(exc)
+    )
+    directory = os.path.dirname(os.path.abspath(path))
+    if not cannot_open or os.access(directory, os.W_OK) or not _wal_mode(path):
+        return None
+    if os.path.exists(path + "-wal"):
+        return (
+            "a WAL-mode file with a -wal file but no -shm file, in a directory that cannot "
+            "be written: copy the file and its -wal file to a writable directory to read it"
+        )
+    return ""
+
+
+_SQLITE_CANTOPEN = 14
+
+
+def _wal_mode(path: str) -> bool:
+    """Whether the file's header says WAL mode (read and write versions 2)."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
