@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -182,7 +183,9 @@ def test_every_damage_shape_is_repaired(
         assert input_problems(items) == [], (shape, items)
     assert user_texts(sent[0]) == [*user_texts(before), "Paris"]
     warnings = [r for r in caplog.records if r.name == "histcore.openai_agents"]
-    assert len(warnings) == counts.repaired
+    # Once per session and problem, however many of the turn's model inputs repeat it.
+    assert len(model.inputs) >= 2
+    assert len(warnings) == counts.warnings == 1
     message = warnings[0].getMessage()
     assert "session 's'" in message
     assert "histcore doctor --fix" in message
@@ -199,11 +202,14 @@ def test_the_guard_drops_exactly_what_repair_input_drops(tmp_path: Path) -> None
 
 
 RUN_LOOP_STAND_IN = """
+def maybe_filter_model_input(input):
+    return input
+
 def run_single_turn_streamed(input, session=None, server_conversation_tracker=None):
-    return deduplicate_input_items_preferring_latest(input)
+    return deduplicate_input_items_preferring_latest(maybe_filter_model_input(input))
 
 def get_new_response(input, session=None, server_conversation_tracker=None):
-    return deduplicate_input_items_preferring_latest(input)
+    return deduplicate_input_items_preferring_latest(maybe_filter_model_input(input))
 
 def elsewhere(input, session=None, server_conversation_tracker=None):
     return deduplicate_input_items_preferring_latest(input)
@@ -322,7 +328,9 @@ CONFIGS: dict[str, tuple[RunConfig | None, SessionSettings | None, list[Any]]] =
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
 @pytest.mark.parametrize("case", sorted(CONFIGS))
-def test_callbacks_filters_and_windows(case: str, streamed: bool, tmp_path: Path) -> None:
+def test_callbacks_filters_and_windows(
+    case: str, streamed: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     config, window, stored = CONFIGS[case]
     plain, _ = run_turn(
         tmp_path / "p.db", stored, streamed=streamed, run_config=config, settings_=window
@@ -332,11 +340,17 @@ def test_callbacks_filters_and_windows(case: str, streamed: bool, tmp_path: Path
     broken = case != "window_cuts_a_call"
     assert bool(input_problems(first, history=stored)) is broken, case
     with accelerator.installed(guard=True) as installation:
-        model, _ = run_turn(
-            tmp_path / "g.db", stored, streamed=streamed, run_config=config, settings_=window
-        )
+        with caplog.at_level(logging.WARNING, logger="histcore.openai_agents"):
+            model, _ = run_turn(
+                tmp_path / "g.db", stored, streamed=streamed, run_config=config, settings_=window
+            )
         assert installation.guard is not None
         assert (installation.guard.repaired >= 1) is broken
+    # The store is fine: the callback, filter or window broke the input, not the store.
+    warnings = [r.getMessage() for r in caplog.records if r.name == "histcore.openai_agents"]
+    assert len(warnings) == int(broken)
+    assert all("The stored history is fine" in message for message in warnings)
+    assert not any("doctor" in message for message in warnings)
     if not broken:
         assert model.inputs == plain.inputs
     for items in model_inputs(model):
@@ -614,3 +628,236 @@ def test_the_guard_dedupes_itself_where_the_engine_declines() -> None:
     items = [user("hi"), {"type": "function_call_output", "call_id": Text("lost")}]
     assert module.get_new_response(items) == items[:1]
     assert (counts.checked, counts.repaired, counts.dropped) == (1, 1, 1)
+
+
+# --- a filter's input of any iterable type ------------------------------------------
+
+
+def filter_returning(make: Callable[[list[Any]], Any]) -> Callable[..., ModelInputData]:
+    """A ``call_model_input_filter`` handing back the input as ``make`` builds it."""
+
+    def model_input_filter(data: CallModelData[Any]) -> ModelInputData:
+        items = list(data.model_data.input)
+        return ModelInputData(input=make(items), instructions=data.model_data.instructions)
+
+    return model_input_filter
+
+
+ITERABLES: dict[str, Callable[[list[Any]], Any]] = {
+    "tuple": tuple,
+    "generator": lambda items: (item for item in items),
+    "deque": deque,
+}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+@pytest.mark.parametrize("kind", sorted(ITERABLES))
+def test_a_filter_returning_any_iterable_is_checked_as_its_list(
+    kind: str, streamed: bool, tmp_path: Path
+) -> None:
+    """The SDK dedupes (and so the guard checked) only a list, but its model layer sends
+    any iterable as a list: a tuple from the filter carried a stored orphan output to
+    the model unchecked (``checked=0``)."""
+    stored = SHAPES["output_without_call[function_call]"]
+    listed = RunConfig(call_model_input_filter=filter_returning(list))
+    other = RunConfig(call_model_input_filter=filter_returning(ITERABLES[kind]))
+    with accelerator.installed(guard=True) as installation:
+        as_list, _ = run_turn(tmp_path / "l.db", stored, streamed=streamed, run_config=listed)
+        assert installation.guard is not None
+        list_counts = repr(installation.guard)
+    with accelerator.installed(guard=True) as installation:
+        model, _ = run_turn(tmp_path / "t.db", stored, streamed=streamed, run_config=other)
+        counts = installation.guard
+        assert counts is not None
+        assert counts.checked == counts.repaired == len(model.inputs) >= 2
+        assert repr(counts) == list_counts
+    assert model.inputs == as_list.inputs
+    for items in model_inputs(model):
+        assert input_problems(items) == [], items
+
+
+# --- a dedupe rebound after install ---------------------------------------------------
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+@pytest.mark.parametrize("how", ["replacing", "wrapping", "dict_write"])
+def test_a_dedupe_rebound_after_install_is_still_guarded(
+    how: str, streamed: bool, tmp_path: Path
+) -> None:
+    """Rebinding the run loop's dedupe after ``install(guard=True)`` turned the guard
+    off silently: the model-input callers called the new function, and a wrapper of the
+    guard called it from its own frame, which the guard took for another caller."""
+    import agents.run_internal.items as sdk_items
+    import agents.run_internal.run_loop as sdk_run_loop
+
+    name = "deduplicate_input_items_preferring_latest"
+    accelerator.uninstall()
+    before = vars(sdk_run_loop)[name]
+    calls: list[int] = []
+    try:
+        with accelerator.installed(guard=True) as installation:
+            guard = vars(sdk_run_loop)[name]
+            inner = (
+                guard if how == "wrapping" else sdk_items.deduplicate_input_items_preferring_latest
+            )
+
+            def rebound(items: Sequence[Any]) -> list[Any]:
+                calls.append(len(items))
+                return inner(items)
+
+            if how == "dict_write":
+                vars(sdk_run_loop)[name] = rebound
+            else:
+                sdk_run_loop.deduplicate_input_items_preferring_latest = rebound
+            model, _ = run_turn(
+                tmp_path / "g.db", SHAPES["reasoning_without_item"], streamed=streamed
+            )
+            counts = installation.guard
+            assert counts is not None
+            # Each input checked once, by the guard now over the new binding.
+            assert counts.checked == counts.repaired == len(calls) == len(model.inputs) >= 2
+            assert vars(sdk_run_loop)[name].__wrapped__ is rebound
+        # Uninstalled: the rebinding itself is bound again, as whoever made it left it.
+        assert vars(sdk_run_loop)[name] is rebound
+    finally:
+        accelerator.uninstall()
+        vars(sdk_run_loop)[name] = before
+    for items in model_inputs(model):
+        assert input_problems(items) == [], items
+
+
+# --- what the warning names, and how often ---------------------------------------------
+
+
+def doubling(data: CallModelData[Any]) -> ModelInputData:
+    items = list(data.model_data.input)
+    return ModelInputData(input=items + items, instructions=data.model_data.instructions)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_duplicate_made_by_the_filter_is_named_and_the_store_called_fine(
+    streamed: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``items + items`` holds each object twice: the guard drops the later copy of the
+    assistant message (rule c). It logged ``dropped 0 item(s) ... : .`` and counted no
+    rule (kept items were told by ``id()``), and sent the user to the doctor."""
+    config = RunConfig(call_model_input_filter=doubling)
+    with accelerator.installed(guard=True) as installation:
+        with caplog.at_level(logging.WARNING, logger="histcore.openai_agents"):
+            model, _ = run_turn(
+                tmp_path / "d.db", clean_start(), streamed=streamed, run_config=config
+            )
+        counts = installation.guard
+        assert counts is not None
+    first = json.loads(model.inputs[0])
+    assert [item.get("id") for item in first].count("msg_a") == 1
+    assert counts.repaired == len(model.inputs) >= 2
+    assert counts.dropped == sum(counts.rules.values()) >= counts.repaired
+    assert counts.rules["duplicate_id"] >= counts.repaired
+    warnings = [r.getMessage() for r in caplog.records if r.name == "histcore.openai_agents"]
+    assert warnings[0].startswith(
+        "histcore guard: dropped 1 item(s) from the model input of session 's' (the store "
+        "is unchanged): input[4] message id='msg_a': duplicate_id (rule c). The stored "
+        "history is fine"
+    ), warnings[0]
+    assert not any("doctor" in message for message in warnings)
+    for items in model_inputs(model):
+        assert input_problems(items) == [], items
+
+
+def test_a_store_breaking_the_rule_names_the_doctor(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The doctor is named when the stored history itself breaks the rule, not when only
+    the filter's doubling does (the same turn, store damaged)."""
+    config = RunConfig(call_model_input_filter=doubling)
+    stored = SHAPES["duplicate_ids"]
+    with accelerator.installed(guard=True):
+        with caplog.at_level(logging.WARNING, logger="histcore.openai_agents"):
+            run_turn(tmp_path / "d.db", stored, streamed=False, run_config=config)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "histcore.openai_agents"]
+    assert len(warnings) == 1
+    assert "input[3] message id='msg_same': duplicate_id (rule c)" in warnings[0]
+    assert "To repair the store: histcore doctor --fix" in warnings[0]
+
+
+async def _turns(db: Path, session_id: str, model: ScriptedModel, texts: list[str]) -> None:
+    session = SQLiteSession(session_id, db)
+    agent = Agent(name="a", model=model, tools=[lookup])
+    for text in texts:
+        result = Runner.run_streamed(agent, text, session=session)
+        async for _ in result.stream_events():
+            pass
+        await Runner.run(agent, text, session=session)
+    session.close()
+
+
+def test_one_warning_per_session_and_problem(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each turn with a tool call makes two model calls; on a damaged session each call
+    logged the same WARNING, every turn. Now: once per session and problem, while the
+    counts tell every repaired input."""
+    db = tmp_path / "w.db"
+
+    async def store(session_id: str, items: list[Any]) -> None:
+        session = SQLiteSession(session_id, db)
+        await session.add_items(items)
+        session.close()
+
+    asyncio.run(store("one", SHAPES["output_without_call[function_call]"]))
+    asyncio.run(store("two", SHAPES["output_without_call[function_call]"]))
+    model = ScriptedModel(placeholder_every=0)
+    with accelerator.installed(guard=True) as installation:
+        with caplog.at_level(logging.WARNING, logger="histcore.openai_agents"):
+            asyncio.run(_turns(db, "one", model, ["Paris", "Rome"]))
+            asyncio.run(_turns(db, "one", model, ["Oslo"]))  # new session objects
+            once = [r.getMessage() for r in caplog.records]
+            asyncio.run(_turns(db, "two", model, ["Paris"]))
+        counts = installation.guard
+        assert counts is not None
+    assert counts.repaired == counts.checked == len(model.inputs) == 16
+    assert len(once) == 1, once
+    assert "session 'one'" in once[0]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "histcore.openai_agents"]
+    assert len(warnings) == counts.warnings == 2
+    assert "session 'two'" in warnings[1]
+
+
+def test_logged_problems_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from histcore.openai_agents import _guard
+
+    monkeypatch.setattr(_guard, "LOGGED_LIMIT", 3)
+    counts = GuardCounts()
+    assert [counts._first_time([key]) for key in (0, 1, 0, 2, 3)] == [
+        True,
+        True,
+        False,
+        True,
+        True,
+    ]
+    assert len(counts._logged) == 3
+    assert counts._first_time([0]) is False  # met again at 2: kept, 1 was forgotten
+    assert counts._first_time([1]) is True
+    assert len(counts._logged) == 3
+    assert counts.warnings == 5
+
+
+def test_the_stand_in_logs_once_per_session_and_problem(caplog: pytest.LogCaptureFixture) -> None:
+    module, counts = stand_in_run_loop()
+
+    class Session:
+        def __init__(self, session_id: str) -> None:
+            self.session_id = session_id
+
+    broken = [user("hi"), output("lost"), reasoning("rs_end")]
+    with caplog.at_level(logging.WARNING, logger="histcore.openai_agents"):
+        for session_id in ("a", "a", "b", "a"):
+            module.get_new_response(list(broken), session=Session(session_id))
+        module.get_new_response([user("hi"), output("other")], session=Session("a"))
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == counts.warnings == 3
+    assert (counts.checked, counts.repaired, counts.dropped) == (5, 5, 9)
+    assert counts.rules == {"output_without_call": 5, "reasoning_without_item": 4}
+    assert "call_id='other'" in messages[2]
+    assert "call_id='lost'" not in messages[2]

@@ -32,9 +32,11 @@ from __future__ import annotations
 import importlib
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from types import ModuleType
+from typing import Any
 
 from histcore.openai_agents import _patches
 from histcore.openai_agents._guard import GuardCounts
@@ -62,14 +64,16 @@ class Installation:
     replaced: tuple[str, ...]
     #: helper group -> why it was left alone
     skipped: dict[str, str] = field(default_factory=dict)
-    #: with ``guard=True``: the guard's live counts (inputs checked, inputs repaired,
-    #: items dropped, and the rule kinds it dropped for); otherwise None
+    #: with ``guard=True``: the guard's live counts (model inputs checked and repaired,
+    #: items dropped, the rule kinds it dropped for, warnings logged); otherwise None
     guard: GuardCounts | None = None
 
 
 _LOCK = threading.RLock()
 _bindings: list[_patches.Binding] = []
 _guard_bindings: list[_patches.Binding] = []
+#: the guard put over a run-loop dedupe rebound after install (``_guard``), still bound
+_rebound: list[_patches.Binding] = []
 _watches: list[Watch] = []
 _current: Installation | None = None
 
@@ -109,9 +113,10 @@ def install(*, guard: bool = False) -> Installation:
 
     ``guard=True`` also checks every model input the SDK is about to send against the
     model-input rules and drops the units that break them (user messages never), with
-    one WARNING on the ``histcore.openai_agents`` logger per repair; the store is never
-    written (``histcore doctor --fix`` repairs it). Without it the SDK's inputs are sent
-    as the SDK builds them.
+    one WARNING on the ``histcore.openai_agents`` logger per session and problem (the
+    counts in ``installation().guard`` include every repair); the store is never written
+    (``histcore doctor --fix`` repairs it). Without it the SDK's inputs are sent as the
+    SDK builds them.
 
     Raises ImportError (saying how to install the extra) when the SDK is missing.
     Warns when the SDK version is not a supported one or a helper is not recognised;
@@ -132,7 +137,7 @@ def install(*, guard: bool = False) -> Installation:
         counts = GuardCounts() if guard else None
         if counts is not None:
             try:
-                guarded, _ = _bind(_patches.guard_groups(counts), skipped)
+                guarded, _ = _bind(_patches.guard_groups(counts, _rebinder(counts)), skipped)
             except BaseException:
                 _patches.unbind(bindings)
                 raise
@@ -159,6 +164,27 @@ def install(*, guard: bool = False) -> Installation:
     return _current
 
 
+def _rebinder(counts: GuardCounts) -> _patches.Rebind:
+    """How the guard counting in ``counts`` re-guards a binding made since install."""
+
+    def rebind(module: ModuleType, attr: str, binding: Any, build: Callable[[Any], Any]) -> None:
+        with _LOCK:
+            if (
+                _current is None
+                or _current.guard is not counts
+                or not callable(binding)
+                or vars(module).get(attr) is not binding
+            ):
+                return
+            replacement = build(binding)
+            setattr(module, attr, replacement)
+            # Only the re-guards still bound have anything to put back (bounded memory).
+            _rebound[:] = [b for b in _rebound if getattr(b.module, b.attr, None) is b.replacement]
+            _rebound.append(_patches.Binding(module, attr, binding, replacement))
+
+    return rebind
+
+
 def _warn(version: str | None, supported: bool, skipped: dict[str, str]) -> None:
     low, high = SUPPORTED
     warnings.warn(
@@ -181,8 +207,9 @@ def _warn(version: str | None, supported: bool, skipped: dict[str, str]) -> None
 def _drop_guard() -> None:
     """Take the guard out of the current installation, the helpers staying."""
     global _current
-    _patches.unbind(_guard_bindings)
+    _patches.unbind([*_guard_bindings, *_rebound])
     _guard_bindings.clear()
+    _rebound.clear()
     for watch in _watches:
         watch.arm()
     if _current is not None:
@@ -195,9 +222,10 @@ def uninstall() -> None:
     with _LOCK:
         if _current is None:
             return
-        _patches.unbind([*_bindings, *_guard_bindings])
+        _patches.unbind([*_bindings, *_guard_bindings, *_rebound])
         _bindings.clear()
         _guard_bindings.clear()
+        _rebound.clear()
         # A replacement someone still holds now just calls the SDK's original.
         for watch in _watches:
             watch.disarm()

@@ -18,7 +18,10 @@ the rows read since, so a turn reads only its new items for it. A window of the 
 ``SQLiteSession`` is read one item wider so that an item whose reasoning the window cut
 is recognised (other sessions are read as the SDK reads them).
 
-It never writes to the store, and a clean input comes back as the very same list.
+A wrapper of the run loop's ``maybe_filter_model_input`` (the step just before that
+dedupe, in both functions) hands the dedupe a list whatever iterable the filter
+returned, and re-guards a dedupe rebound since install. It never writes to the store,
+and a clean input comes back as the very same list.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ import logging
 import sys
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from types import CodeType, ModuleType
 from typing import Any
 
@@ -44,6 +47,7 @@ __all__ = [
     "LOGGER",
     "GuardCounts",
     "make_guarded_dedupe",
+    "make_guarded_filter",
     "make_noting_session_get_items",
     "unfit",
 ]
@@ -54,22 +58,32 @@ RUN_LOOP = "agents.run_internal.run_loop"
 SESSION = "agents.run_internal.session_persistence"
 #: The run-loop functions whose dedupe call builds a model input, and the locals read.
 CALLERS = ("run_single_turn_streamed", "get_new_response")
+DEDUPE = "deduplicate_input_items_preferring_latest"
+FILTER = "maybe_filter_model_input"
 LOCALS = ("session", "server_conversation_tracker")
 SERVER_SESSION = "OpenAIConversationsSession"
 
 _PAIRING_KINDS = frozenset({"call_without_output", "call_awaiting_output"})
+#: Rules a stored history can break by itself (the later ones are read from it).
+_STORE_RULES = frozenset("abcd")
 
-#: (session, rule (e) of the history prepare_input_with_session read from it) in this
-#: task: a ``StoredHistory``, or the history itself when that could not be read.
-_history: contextvars.ContextVar[tuple[Any, StoredHistory | list[Any]] | None] = (
+#: How many (session, problem) pairs the guard remembers having logged: a long-running
+#: server meets ever new sessions, so the oldest are forgotten (and logged again if met).
+LOGGED_LIMIT = 4096
+
+#: (session, rule (e) of the history prepare_input_with_session read from it, the items
+#: read) in this task: a ``StoredHistory``, or the history itself when that could not be
+#: read. The items tell, when a warning is logged, whether the store itself is damaged.
+_history: contextvars.ContextVar[tuple[Any, StoredHistory | list[Any], list[Any]] | None] = (
     contextvars.ContextVar("histcore_guard_history", default=None)
 )
 
 
 class GuardCounts:
-    """Live counts of the guard: inputs checked, inputs repaired, items dropped, per
-    rule kind the problems that made it drop, and times (wall clock, every thread's
-    summed; left out of the repr, which stays the same from run to run).
+    """Live counts of the guard: model inputs checked, model inputs repaired, items
+    dropped, per rule kind the problems whose items it dropped, warnings logged (one per
+    session and problem, so usually fewer than ``repaired``), and times (wall clock,
+    every thread's summed; left out of the repr, which stays the same from run to run).
 
     ``seconds`` is the guard's own time apart from the dedupes of model inputs (noting
     the stored history, repairing, logging); ``dedupe_seconds`` is the time of those
@@ -77,7 +91,17 @@ class GuardCounts:
     check needs in the same pass, so the check's share is that time less a plain dedupe's
     (``histcore bench --openai-agents`` measures both)."""
 
-    __slots__ = ("_lock", "checked", "dedupe_seconds", "dropped", "repaired", "rules", "seconds")
+    __slots__ = (
+        "_lock",
+        "_logged",
+        "checked",
+        "dedupe_seconds",
+        "dropped",
+        "repaired",
+        "rules",
+        "seconds",
+        "warnings",
+    )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -85,14 +109,36 @@ class GuardCounts:
         self.repaired = 0
         self.dropped = 0
         self.rules: Counter[str] = Counter()
+        self.warnings = 0
         self.seconds = 0.0
         self.dedupe_seconds = 0.0
+        #: (session, problem) keys already logged, oldest first, at most LOGGED_LIMIT
+        self._logged: OrderedDict[Hashable, None] = OrderedDict()
 
     def __repr__(self) -> str:
         return (
             f"GuardCounts(checked={self.checked}, repaired={self.repaired}, "
-            f"dropped={self.dropped}, rules={dict(self.rules)})"
+            f"dropped={self.dropped}, rules={dict(self.rules)}, warnings={self.warnings})"
         )
+
+    def _first_time(self, keys: Iterable[Hashable]) -> bool:
+        """Whether any of ``keys`` was not logged yet (then all are noted as logged, and
+        a warning counted). A key met again moves to the young end, so a problem that
+        keeps coming back is not forgotten while others come and go."""
+        with self._lock:
+            logged = self._logged
+            new = False
+            for key in keys:
+                if key in logged:
+                    logged.move_to_end(key)
+                else:
+                    logged[key] = None
+                    new = True
+            while len(logged) > LOGGED_LIMIT:
+                logged.popitem(last=False)
+            if new:
+                self.warnings += 1
+            return new
 
     def _spend(self, started: float, dedupe: float = 0.0) -> None:
         with self._lock:
@@ -116,8 +162,10 @@ def unfit(module: ModuleType) -> str | None:
         code: CodeType | None = getattr(getattr(module, name, None), "__code__", None)
         if code is None:
             return f"{module.__name__}.{name} does not exist"
-        if "deduplicate_input_items_preferring_latest" not in code.co_names:
+        if DEDUPE not in code.co_names:
             return f"{module.__name__}.{name} does not dedupe its model input"
+        if FILTER not in code.co_names:
+            return f"{module.__name__}.{name} does not call {FILTER}"
         missing = [local for local in LOCALS if local not in code.co_varnames]
         if missing:
             return f"{module.__name__}.{name} has no {', '.join(missing)}"
@@ -146,7 +194,7 @@ def make_noting_session_get_items(
             items = await original(session, **kwargs)
         if type(items) is list:
             started = time.perf_counter()
-            _history.set((session, _stored_history(items, note)))
+            _history.set((session, _stored_history(items, note), items))
             counts._spend(started)
             # The SDK gets its window; the item before it stays in the noted history.
             if wider and len(items) > 1 and len(items) == kwargs["limit"]:
@@ -200,7 +248,9 @@ def make_guarded_dedupe(
             or type(session).__name__ == SERVER_SESSION
         )
         noted = _history.get()
-        history = noted[1] if noted is not None and noted[0] is session and not server else None
+        if noted is None or noted[0] is not session or server:
+            noted = None
+        history = None if noted is None else noted[1]
         deduping = time.perf_counter()
         # histcore's dedupe reads what the check needs in its own pass; else dedupe, check.
         pair: Any = NotImplemented
@@ -220,16 +270,16 @@ def make_guarded_dedupe(
             counts._note(0, (), started, dedupe_time)
             return result
         repaired = _repair(result, history, server, found)
-        kept = set(map(id, repaired))
-        if LOGGER.isEnabledFor(logging.WARNING):
-            dropped = [at for at, item in enumerate(result) if id(item) not in kept]
-            _log(session, result, dropped, problems)
-        counts._note(
-            len(result) - len(repaired),
-            [kind for at, kind, _ in problems if id(result[at]) not in kept],
-            started,
-            dedupe_time,
-        )
+        dropped = _dropped_positions(result, repaired)
+        gone = set(dropped)
+        ruled = [(at, kind, detail) for at, kind, detail in problems if at in gone]
+        if (
+            dropped
+            and LOGGER.isEnabledFor(logging.WARNING)
+            and counts._first_time(_log_keys(session, result, dropped, ruled))
+        ):
+            _log(session, result, dropped, ruled, None if noted is None else noted[2])
+        counts._note(len(dropped), [kind for _, kind, _ in ruled], started, dedupe_time)
         return repaired
 
     deduplicate_input_items_preferring_latest.__wrapped__ = dedupe  # type: ignore[attr-defined]
@@ -238,7 +288,80 @@ def make_guarded_dedupe(
         dedupe, "__qualname__", "deduplicate_input_items_preferring_latest"
     )
     deduplicate_input_items_preferring_latest.__module__ = getattr(dedupe, "__module__", __name__)
+    # Marks it as this installation's guard (read from __dict__: a Mock answers any getattr).
+    deduplicate_input_items_preferring_latest.histcore_guard = counts  # type: ignore[attr-defined]
     return deduplicate_input_items_preferring_latest
+
+
+def guards_for(value: Any, counts: GuardCounts) -> bool:
+    """Whether ``value`` is a guarded dedupe of the installation counting in ``counts``."""
+    return getattr(value, "__dict__", {}).get("histcore_guard") is counts
+
+
+def make_guarded_filter(
+    original: Callable[..., Any],
+    module: ModuleType,
+    counts: GuardCounts,
+    reguard: Callable[[Any], None],
+) -> Callable[..., Any]:
+    """The run loop's ``maybe_filter_model_input``, which the model-input callers await
+    right before they dedupe ``filtered.input``, and only when it is a list: for them,
+    an input of any other iterable type (a tuple or a generator from the
+    ``call_model_input_filter``, which the SDK's model layer turns into a list and sends)
+    becomes that list here, so that it is deduplicated and checked as the list would be.
+
+    Then, if the run loop's dedupe is no longer a guard of this installation (something
+    rebound it since install), ``reguard(binding)`` puts the guard over the new binding,
+    as install would have had it been bound first, so the guard still checks this very
+    input. Re-guarding rather than only warning: this step runs on every model input, just
+    before the run loop looks the name up, so it sees any way of rebinding (assignment,
+    ``monkeypatch``, ``mock.patch``, a write to the module's dict) at the cost of one
+    lookup, and no input goes out unchecked; a warning would leave every later input
+    unchecked. The rebinding is recorded so that uninstall leaves the new binding itself.
+    """
+    callers = frozenset(getattr(module, name).__code__ for name in CALLERS)
+    namespace = vars(module)
+
+    async def maybe_filter_model_input(*args: Any, **kwargs: Any) -> Any:
+        caller = sys._getframe(1).f_code
+        filtered = await original(*args, **kwargs)
+        if caller not in callers:
+            return filtered
+        given: Any = filtered.input
+        if not isinstance(given, list) and _iterable_input(given):
+            filtered.input = list(given)
+        bound = namespace.get(DEDUPE)
+        if not guards_for(bound, counts):
+            reguard(bound)
+        return filtered
+
+    maybe_filter_model_input.__wrapped__ = original  # type: ignore[attr-defined]
+    maybe_filter_model_input.__doc__ = original.__doc__
+    maybe_filter_model_input.__qualname__ = getattr(original, "__qualname__", FILTER)
+    maybe_filter_model_input.__module__ = getattr(original, "__module__", __name__)
+    return maybe_filter_model_input
+
+
+def _iterable_input(value: Any) -> bool:
+    """An input the SDK's model layer sends as a list of its items (``ItemHelpers.
+    input_to_new_input_list``, ``_to_dump_compatible``): an iterable, not text (a string
+    is one user message) nor a mapping."""
+    return isinstance(value, Iterable) and not isinstance(value, str | bytes | bytearray | Mapping)
+
+
+def _dropped_positions(items: list[Any], kept: list[Any]) -> list[int]:
+    """The positions of ``items`` that ``kept`` (a repair of them: a subsequence, in
+    order) left out. By position, not by ``id()``: one object may stand twice in a model
+    input (a filter returning ``items + items``), and a repair may drop one copy."""
+    dropped: list[int] = []
+    at = 0
+    length = len(kept)
+    for position, item in enumerate(items):
+        if at < length and kept[at] is item:
+            at += 1
+        else:
+            dropped.append(position)
+    return dropped
 
 
 def _pending_hosted_shell(item: Any) -> bool:
@@ -303,20 +426,84 @@ def _doctor_command(session: Any) -> str:
     return f"histcore doctor --fix {where}"
 
 
+def _session_key(session: Any) -> Hashable:
+    """Who a warning is about: the store and session id (a server makes a new session
+    object per request for one conversation), else the object; None without a session."""
+    if session is None:
+        return None
+    session_id = getattr(session, "session_id", None)
+    if session_id is None:
+        return (type(session).__qualname__, id(session))
+    return (type(session).__qualname__, str(getattr(session, "db_path", "")), str(session_id))
+
+
+def _log_keys(
+    session: Any, items: list[Any], dropped: list[int], ruled: list[tuple[int, str, Any]]
+) -> list[Hashable]:
+    """One key per problem whose items were dropped (its kind and call_id or item id);
+    an item dropped by the cascade, with no problem of its own, keys by its own ids."""
+    owner = _session_key(session)
+    keys: list[Hashable] = [(owner, kind, detail) for _, kind, detail in ruled]
+    with_problem = {at for at, _, _ in ruled}
+    for at in dropped:
+        if at not in with_problem:
+            item = items[at]
+            ids = (item.get("id"), item.get("call_id")) if type(item) is dict else (None, None)
+            keys.append((owner, "unit", str(ids)))
+    return keys
+
+
+def _store_breaks(stored: list[Any] | None, ruled: list[tuple[int, str, Any]]) -> bool:
+    """Whether the stored history read for this turn breaks a rule the guard dropped
+    items for (so ``histcore doctor --fix`` has something to repair), or is unknown.
+    Never a rule read from the stored history itself (rule (e) and after: the store
+    keeps the order it defines), nor a call awaiting its output (a paused run, which the
+    doctor keeps). Runs only when a warning is logged: one engine pass over the read."""
+    if stored is None:
+        return True
+    wanted = {
+        (kind, detail)
+        for _, kind, detail in ruled
+        if PROBLEM_KINDS.get(kind) in _STORE_RULES and kind != "call_awaiting_output"
+    }
+    if not wanted:
+        return False
+    try:
+        found = backend_module.input_problems(stored)
+    except Exception:
+        return True
+    return any((kind, detail) in wanted for _, kind, detail in found)
+
+
 def _log(
-    session: Any, items: list[Any], dropped: list[int], problems: list[tuple[int, str, Any]]
+    session: Any,
+    items: list[Any],
+    dropped: list[int],
+    ruled: list[tuple[int, str, Any]],
+    stored: list[Any] | None,
 ) -> None:
-    rules = {at: f"{kind} (rule {PROBLEM_KINDS[kind]})" for at, kind, _ in problems}
+    rules: dict[int, list[str]] = {}
+    for at, kind, _ in ruled:
+        rules.setdefault(at, []).append(f"{kind} (rule {PROBLEM_KINDS.get(kind, '?')})")
     lines = [
-        f"{_describe(at, items[at])}: {rules.get(at, 'in the unit of a broken item')}"
+        f"{_describe(at, items[at])}: "
+        + (", ".join(rules[at]) if at in rules else "in the unit of a broken item")
         for at in dropped
     ]
     session_id = getattr(session, "session_id", None)
+    if _store_breaks(stored, ruled):
+        cause = f"To repair the store: {_doctor_command(session)}"
+    else:
+        cause = (
+            "The stored history is fine: the input broke after it was read (a "
+            "session_input_callback, call_model_input_filter or session window)"
+        )
     LOGGER.warning(
         "histcore guard: dropped %d item(s) from the model input%s (the store is unchanged): "
-        "%s. To repair the store: %s",
+        "%s. %s. Logged once per session and problem; installation().guard counts every "
+        "repair.",
         len(dropped),
         f" of session {session_id!r}" if session_id is not None else "",
         "; ".join(lines),
-        _doctor_command(session),
+        cause,
     )

@@ -346,10 +346,26 @@ def _unwatched(_: Any) -> Watch:
     return Watch(())
 
 
-def guard_groups(counts: guard.GuardCounts) -> tuple[Group, ...]:
+#: ``rebind(module, attr, binding, build)``: bind ``build(binding)`` in place of
+#: ``binding`` (if ``module.attr`` still holds it and the guard is still installed),
+#: recorded so that uninstall puts ``binding`` back.
+Rebind = Callable[[ModuleType, str, Any, Callable[[Any], Any]], None]
+
+
+def guard_groups(counts: guard.GuardCounts, rebind: Rebind) -> tuple[Group, ...]:
     """The groups of ``install(guard=True)``, bound after ``GROUPS``: the history the
     session preparation reads, then the run loop's last step before each model call
-    (``_guard``). Not drop-ins: no watch, they wrap whatever is bound."""
+    and the filter step before it (``_guard``). Not drop-ins: no watch, they wrap
+    whatever is bound."""
+
+    def guarded_filter(original: Any, module: ModuleType, *_: Any) -> Any:
+        def build(binding: Any) -> Any:
+            return guard.make_guarded_dedupe(binding, module, counts)
+
+        return guard.make_guarded_filter(
+            original, module, counts, lambda binding: rebind(module, guard.DEDUPE, binding, build)
+        )
+
     return (
         Group(
             name="guard_history",
@@ -371,13 +387,14 @@ def guard_groups(counts: guard.GuardCounts) -> tuple[Group, ...]:
             fits=guard.unfit,
             targets=(
                 Target(
-                    "deduplicate_input_items_preferring_latest",
+                    guard.DEDUPE,
                     lambda original, module, *_: guard.make_guarded_dedupe(
                         original, module, counts
                     ),
                     everywhere=False,
                     watch=_unwatched,
                 ),
+                Target(guard.FILTER, guarded_filter, everywhere=False, watch=_unwatched),
             ),
         ),
     )
