@@ -51,9 +51,17 @@ Seeing the other writers. Reads run on the SDK's connection, under the SDK's loc
   append's id is above ``last_id``); the session's rewrite generation in
   ``histcore_rewrites`` (bumped by ``histcore doctor --fix`` in the transaction that
   rewrote rows in place) and ``PRAGMA schema_version`` (a table dropped and made
-  again restarts its ids) must be what they were; and the database file, the session
-  id and the table name the same. Then only ``id > last_id`` is read; anything else
-  reads the whole history again.
+  again restarts its ids) must be what they were; the session id, the table name and
+  the database file the same: its name, and the device and inode now at that name
+  (``os.stat``: a file moved onto the name, or removed and made again, is another
+  database, however alike its schema and row count); and the newest kept row
+  (``_ROW``: id, text, whether a BLOB) the same, which also catches an id reused at the
+  top of the table and a file made on a freed inode. Then only ``id > last_id`` is
+  read; anything else reads the whole history again.
+* With ``HISTCORE_CHECK_SESSION_ROWS=1`` at ``install()``, every kept row is checked
+  instead of the newest alone: ``_Digest``, hashes in C over the rows fetched again
+  (about a sixth of an installed turn at 10^5 items, docs/design.md), which sees any
+  row changed in place below ``last_id``.
 
 Handing out the kept items. A read copies the kept items because its caller may mutate
 them. The drop-in's batch ``prepare_input_with_session`` reads only to deep-copy what it
@@ -62,9 +70,10 @@ very session, an object of the SDK's ``SQLiteSession`` class itself (a subclass 
 wrapping session may edit what it reads), hands out the kept list: one whole-history
 copy fewer a turn. The preparation copies it before anything else sees it.
 
-Not seen, as by histcore's own ``SQLiteSession``: another program rewriting
-``message_data`` of an existing row in place without noting it in ``histcore_rewrites``,
-or deleting rows and inserting as many with ids it chose below ``last_id``.
+Not seen without that check: a row below the newest kept one changed in place by a
+writer that does not note it in ``histcore_rewrites`` (an UPDATE of ``message_data``,
+an INSERT OR REPLACE, rows exchanging ids, rows deleted and as many inserted with ids
+chosen below ``last_id``).
 
 For ``install(guard=True)``: within ``noting_reads(session)`` a read notes what it
 handed out (the kept list or its copy) and how many kept items that was (``ReadNote``),
@@ -80,7 +89,8 @@ when the connection is not an exact ``sqlite3.Connection``, is inside a transact
 and any ``sqlite3.Error`` on the way drops it and leaves the read to the SDK's query,
 which then raises what the SDK raises. ``uninstall()`` drops every history. A trace
 callback set on the SDK's own connection sees this module's statements (``PRAGMA
-data_version``, ``BEGIN``, the count, ``id > ?``), not the SDK's one query.
+data_version``, ``BEGIN``, the count, the newest row, ``id > ?``, a whole read's
+``_ROW`` query), not the SDK's one query.
 """
 
 from __future__ import annotations
@@ -88,11 +98,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import os
 import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from operator import itemgetter
 from types import ModuleType
 from typing import Any, TypeVar, cast
 
@@ -112,6 +124,14 @@ GetItems = Callable[..., Coroutine[Any, Any, list[Any]]]
 
 # Connections whose state a history remembers (the SDK opens one per worker thread).
 _STAMPS_KEPT = 8
+# A row as a history checks it: its id, what the SDK's query fetches, and whether that
+# is a BLOB (bytes and an ASCII str hash alike, and json.loads may read them apart).
+_ROW = "id, message_data, typeof(message_data) = 'blob'"
+# Rows fetched at a time by a whole read; a digest hashes rows in chunks of this many.
+_CHUNK = 4096
+#: "1" when ``install()`` runs: each read that finds the database changed checks every
+#: kept row, not only how many there are and the newest (``_rows_unchanged``).
+CHECK_ROWS_VARIABLE = "HISTCORE_CHECK_SESSION_ROWS"
 #: Serialises bringing a history's ``stored`` up to date (threads may share a session).
 _stored_lock = threading.Lock()
 
@@ -135,6 +155,58 @@ def decode_rows(rows: list[Any], json_module: Any) -> list[Any]:
     if decoded is NotImplemented:
         return _decode_each(rows, json_module)
     return cast("list[Any]", decoded)
+
+
+class _Digest:
+    """Hashes of a session's ``_ROW`` rows, ``_CHUNK`` at a time from its first row, in id
+    order: ``hash`` in C per row and per chunk (tuple hashes chain each item through a
+    multiply and a rotation, so a change or an exchange of rows gives another value;
+    str and bytes hashes are keyed per process, and a history lives in one).
+    ``value`` is the hash of the chunks' hashes; ``tail`` the last chunk's rows."""
+
+    __slots__ = ("chunks", "tail")
+
+    def __init__(self) -> None:
+        self.chunks: list[int] = []
+        self.tail: list[tuple[Any, ...]] = []
+
+    def add(self, rows: list[tuple[Any, ...]]) -> None:
+        """Take the next rows (a cursor's ``fetchmany(_CHUNK)``: a whole chunk, or the
+        session's last rows)."""
+        if not rows:
+            return
+        if len(self.tail) < _CHUNK and self.chunks:
+            # The last chunk was not whole: it takes these rows first.
+            rows = self.tail + rows
+            self.chunks.pop()
+        for start in range(0, len(rows), _CHUNK):
+            self.tail = rows[start : start + _CHUNK]
+            self.chunks.append(hash(tuple(self.tail)))
+
+    def read(self, cursor: sqlite3.Cursor) -> None:
+        """Take every row of ``cursor``."""
+        while chunk := cursor.fetchmany(_CHUNK):
+            self.add(chunk)
+
+    @property
+    def value(self) -> int:
+        return hash(tuple(self.chunks))
+
+
+def _texts(rows: list[tuple[Any, ...]]) -> list[tuple[Any]]:
+    """The ``(message_data,)`` rows the SDK's query would give for ``_ROW`` rows."""
+    return list(zip(map(itemgetter(1), rows)))
+
+
+def check_rows_wanted() -> bool:
+    """Whether ``CHECK_ROWS_VARIABLE`` asks for every kept row to be checked."""
+    value = os.environ.get(CHECK_ROWS_VARIABLE, "")
+    if value not in ("", "0", "1"):
+        raise ValueError(
+            f"{CHECK_ROWS_VARIABLE} must be 1 (check every kept row of a session at each "
+            f"read) or 0 (the default), got {value!r}"
+        )
+    return value == "1"
 
 
 def _read_all(session: Any, conn: sqlite3.Connection, json_module: Any) -> list[Any]:
@@ -243,7 +315,19 @@ def _usable(conn: Any) -> bool:
 class _History:
     """What one session object's last unlimited read decoded, and where."""
 
-    __slots__ = ("generation", "items", "key", "last_id", "rows", "schema", "stamps", "stored")
+    __slots__ = (
+        "digest",
+        "file",
+        "generation",
+        "items",
+        "key",
+        "last_id",
+        "newest",
+        "rows",
+        "schema",
+        "stamps",
+        "stored",
+    )
 
     def __init__(
         self,
@@ -253,14 +337,21 @@ class _History:
         last_id: int,
         generation: int,
         schema: int,
+        file: tuple[int, int] | None = None,
     ) -> None:
-        #: (session_id, messages_table, database file) it was read for
+        #: (session_id, messages_table, database file name) it was read for
         self.key = key
+        #: (device, inode) of that file when it was read (None: in memory, or unknown)
+        self.file = file
         #: the decoded items of the session's rows with id <= last_id
         self.items = items
         #: how many rows that is, corrupt ones included
         self.rows = rows
         self.last_id = last_id
+        #: ``_Digest.value`` of those rows (None: not taken, the rows are not checked)
+        self.digest: int | None = None
+        #: the newest of them as a ``_ROW`` (None: there is none)
+        self.newest: tuple[Any, ...] | None = None
         self.generation = generation
         self.schema = schema
         #: id(conn) -> (conn, data_version, total_changes) when it was last brought up
@@ -268,6 +359,21 @@ class _History:
         self.stamps: dict[int, tuple[sqlite3.Connection, int, int]] = {}
         #: rule (e) of ``items[:len(stored)]``, for install(guard=True); made on demand
         self.stored: StoredHistory | None = None
+
+    def add_rows(
+        self, rows: list[tuple[Any, ...]], json_module: Any, digest: _Digest | None
+    ) -> None:
+        """Take ``_ROW`` rows read above ``last_id``, in id order; ``digest``: that of
+        the rows kept so far, when they are checked."""
+        if digest is not None:
+            digest.add(rows)
+            self.digest = digest.value
+        if not rows:
+            return
+        self.items += decode_rows(_texts(rows), json_module)
+        self.rows += len(rows)
+        self.last_id = rows[-1][0]
+        self.newest = rows[-1]
 
     def stored_history(self, length: int) -> StoredHistory | None:
         """Rule (e) of ``items[:length]``, reading only the items appended since the last
@@ -303,54 +409,110 @@ def _database_file(conn: sqlite3.Connection) -> str:
     return ""
 
 
+def _file_identity(name: str) -> tuple[int, int] | None:
+    """(device, inode) of the file now at ``name``; None in memory ("") or when it cannot
+    be looked at (no history then matches it)."""
+    if not name:
+        return None
+    try:
+        status = os.stat(name)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _same_database(
+    history: _History, key: tuple[Any, ...], file: tuple[int, int] | None, conn: Any
+) -> bool:
+    """Whether ``conn`` reads the database ``history`` was read in, as far as names and
+    files tell (the rows themselves are checked after)."""
+    if history.key != key:
+        return False
+    if key[2] == "":
+        # Two in-memory databases have the same (empty) file name: only a connection
+        # the history was read on is known to be its database.
+        return id(conn) in history.stamps
+    return file is not None and history.file == file
+
+
+def _rows_unchanged(
+    history: _History, conn: sqlite3.Connection, table: str, session_id: str, check: bool
+) -> tuple[bool, _Digest | None]:
+    """Whether the session's rows with id <= last_id are still the ones kept: as many,
+    and, with ``check``, the same (then with their ``_Digest``); else the newest of them
+    the same."""
+    where = f"FROM {table} WHERE session_id = ? AND id <= ?"
+    params = (session_id, history.last_id)
+    (count,) = conn.execute(f"SELECT COUNT(*) {where}", params).fetchone()
+    if count != history.rows:
+        return False, None
+    if check:
+        digest = _Digest()
+        digest.read(conn.execute(f"SELECT {_ROW} {where} ORDER BY id ASC", params))
+        return digest.value == history.digest, digest
+    newest = conn.execute(f"SELECT {_ROW} {where} ORDER BY id DESC LIMIT 1", params).fetchone()
+    return newest == history.newest, None
+
+
 def _synced(
-    history: _History | None, session: Any, conn: sqlite3.Connection, json_module: Any
+    history: _History | None,
+    session: Any,
+    conn: sqlite3.Connection,
+    json_module: Any,
+    check: bool,
 ) -> tuple[_History | None, list[Any] | None]:
     """Inside a read transaction: the history brought up to date, or (None, items)
-    when this table cannot have one (its ids may be reused)."""
+    when this table cannot have one (its ids may be reused). ``check``: every kept row
+    is checked (``_rows_unchanged``)."""
     table, session_id = session.messages_table, session.session_id
     key = (session_id, table, _database_file(conn))
+    file = _file_identity(key[2])
     schema: int = conn.execute("PRAGMA schema_version").fetchone()[0]
     generation = rewrite_generation(conn, table, session_id)
     if (
         history is not None
-        and history.key == key
-        # Two in-memory databases have the same (empty) file name: only a connection
-        # the history was read on is known to be its database.
-        and (key[2] != "" or id(conn) in history.stamps)
+        and _same_database(history, key, file, conn)
         and history.schema == schema
         and history.generation == generation
     ):
-        (kept,) = conn.execute(
-            f"SELECT COUNT(*) FROM {table} WHERE session_id = ? AND id <= ?",
-            (session_id, history.last_id),
-        ).fetchone()
-        if kept == history.rows:
+        unchanged, digest = _rows_unchanged(history, conn, table, session_id, check)
+        if unchanged:
             newer = conn.execute(
-                f"SELECT id, message_data FROM {table} WHERE session_id = ? AND id > ? "
-                "ORDER BY id ASC",
+                f"SELECT {_ROW} FROM {table} WHERE session_id = ? AND id > ? ORDER BY id ASC",
                 (session_id, history.last_id),
             ).fetchall()
-            if newer:
-                history.items.extend(decode_rows([(text,) for _, text in newer], json_module))
-                history.rows += len(newer)
-                history.last_id = newer[-1][0]
+            history.add_rows(newer, json_module, digest)
             return history, None
     if not ids_never_reused(conn, table):
         return None, _read_all(session, conn, json_module)
-    last_id, rows = conn.execute(
-        f"SELECT MAX(id), COUNT(*) FROM {table} WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    items = _read_all(session, conn, json_module)
-    return _History(key, items, rows, 0 if last_id is None else last_id, generation, schema), None
+    cursor = conn.execute(
+        f"SELECT {_ROW} FROM {table} WHERE session_id = ? ORDER BY id ASC", (session_id,)
+    )
+    # A chunk at a time: only the (message_data,) rows are held whole, as by the SDK.
+    texts: list[tuple[Any]] = []
+    digest = _Digest() if check else None
+    newest: tuple[Any, ...] | None = None
+    while chunk := cursor.fetchmany(_CHUNK):
+        texts += _texts(chunk)
+        newest = chunk[-1]
+        if digest is not None:
+            digest.add(chunk)
+    last_id = 0 if newest is None else newest[0]
+    items = decode_rows(texts, json_module)
+    history = _History(key, items, len(texts), last_id, generation, schema, file)
+    history.newest = newest
+    history.digest = None if digest is None else digest.value
+    return history, None
 
 
 class _Histories:
     """The history of each session object read since install (dropped with it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, check: bool) -> None:
         self._by_session: weakref.WeakKeyDictionary[Any, _History] = weakref.WeakKeyDictionary()
         self._guard = threading.Lock()
+        #: whether a read checks every kept row (``_rows_unchanged``)
+        self.check = check
 
     @staticmethod
     def can_keep(session: Any) -> bool:
@@ -399,7 +561,7 @@ class _Histories:
             try:
                 # Read first in the transaction: the state every query below sees.
                 version = conn.execute("PRAGMA data_version").fetchone()[0]
-                history, items = _synced(history, session, conn, json_module)
+                history, items = _synced(history, session, conn, json_module, self.check)
             except BaseException:
                 if conn.in_transaction:
                     conn.rollback()
@@ -430,7 +592,7 @@ def _noted(note: ReadNote | None, items: list[Any], history: _History) -> None:
 
 def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None = None) -> GetItems:
     unchanged = intact(watch)
-    histories = _Histories()
+    histories = _Histories(check_rows_wanted())
     # How the SDK hands out connections: a history relies on it (one connection per
     # worker thread on db_path, or the in-memory one). A class that replaced either
     # (a subclass, a test tracing the statements) gets the plain read.
