@@ -442,7 +442,8 @@ async def test_a_role_without_create_privilege_uses_tables_made_for_it(pg: Backe
     await pg_execute(f"CREATE ROLE {role} LOGIN")
     try:
         await pg_execute(
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON {messages}, {sessions} TO {role}"
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON {messages}, {sessions}, "
+            f"{sessions}_revisions, {sessions}_op_ids TO {role}"
         )
         await pg_execute(f"REVOKE CREATE ON SCHEMA public FROM {role}")
         dsn = make_conninfo(**{**conninfo_to_dict(pg.dsn), "user": role})

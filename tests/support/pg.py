@@ -272,7 +272,7 @@ class Backends:
     ) -> SessionABC:
         if self.name == "memory":
             if session_id not in self._memory:
-                self._memory[session_id] = MemorySession(session_id, session_settings)
+                self._memory[session_id] = MemorySession(session_id, session_settings, **options)
             return self._memory[session_id]
         if self.name == "sqlite":
             sqlite = SQLiteSession(
@@ -315,7 +315,14 @@ class Backends:
 
             await close_pools()
             # Leave a server given by HISTCORE_PG_DSN as it was found.
-            kinds = ("messages", "sessions", "states", "states_versions")
+            kinds = (
+                "messages",
+                "sessions",
+                "sessions_revisions",
+                "sessions_op_ids",
+                "states",
+                "states_versions",
+            )
             tables = ", ".join(f"{self.tables}_{kind}" for kind in kinds)
             await pg_execute(f"DROP TABLE IF EXISTS {tables}", dsn=self.dsn)
 

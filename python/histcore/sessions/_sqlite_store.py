@@ -79,10 +79,12 @@ from urllib.parse import quote
 
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
+from histcore.sessions import _sqlite_revisions as revisions
 from histcore.sessions import _sqlite_schema as schema
 from histcore.sessions._codec import encoded_chunks
 from histcore.sessions._sqlite_connect import check_busy_timeout, connect, transaction
 from histcore.sessions._sqlite_insert import Written, insert_rows
+from histcore.sessions._transactions import DEFAULT_OP_ID_WINDOW, start_beyond
 from histcore.sessions.base import describe_session_id
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
@@ -109,6 +111,7 @@ class SQLiteStore(SkipsCorruptRows):
         messages_table: str,
         busy_timeout: float,
         cache_history: bool,
+        op_id_window: int = DEFAULT_OP_ID_WINDOW,
     ) -> None:
         self.session_id = session_id
         self.sessions_table = check_table_name(sessions_table, "sessions_table")
@@ -120,6 +123,7 @@ class SQLiteStore(SkipsCorruptRows):
         self._path = os.fspath(db_path)
         self._busy_timeout = check_busy_timeout(busy_timeout)
         self._cache_history = cache_history
+        self._op_id_window = op_id_window
         # Nothing is opened here: the first operation opens the file (``_connected``),
         # in the worker thread it runs in, so that waiting for a locked file never
         # stalls the caller's event loop.
@@ -393,7 +397,7 @@ class SQLiteStore(SkipsCorruptRows):
             return None
         return cache
 
-    def append(self, items: list[Any]) -> bool:
+    def append(self, items: list[Any], op_id: str | None = None) -> bool:
         """Encode ``items`` and append them in one transaction: all of them or none.
 
         The items are encoded ``ENCODE_CHUNK`` at a time, each chunk inserted before the
@@ -404,6 +408,8 @@ class SQLiteStore(SkipsCorruptRows):
 
         Returns True when the write was large and its WAL checkpoint was left for
         ``checkpoint()``, which the caller should run soon, off its critical path.
+        With ``op_id``, nothing is written when the session remembers it, and it is
+        remembered in the same transaction otherwise (``_sqlite_revisions``).
         """
         with self._lock:
             self._open()
@@ -419,6 +425,8 @@ class SQLiteStore(SkipsCorruptRows):
             try:
                 with self._write():
                     cache = self._cache_if_current()
+                    if op_id is not None and revisions.applied(conn, table, self.session_id, op_id):
+                        return False  # applied before: a retry stores nothing
                     sequence = (
                         conn.execute(
                             "SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)
@@ -461,6 +469,14 @@ class SQLiteStore(SkipsCorruptRows):
                         (self.session_id,),
                     )
                     last: int = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+                    revisions.record(
+                        conn,
+                        table,
+                        self.session_id,
+                        changed=True,
+                        op_id=op_id,
+                        window=self._op_id_window,
+                    )
             except BaseException as exc:
                 # An item refused by the encoder was rolled back: the table, hence the
                 # cache, is as it was. Anything else may have left the cache behind.
@@ -512,6 +528,7 @@ class SQLiteStore(SkipsCorruptRows):
                         ).fetchone()
                         if pop.take(row):
                             conn.execute(f"DELETE FROM {table} WHERE id = ?", (pop.removed[0],))
+                    revisions.record(conn, table, self.session_id, changed=bool(pop.removed))
             except BaseException:
                 self._cache = None
                 raise
@@ -526,13 +543,16 @@ class SQLiteStore(SkipsCorruptRows):
             try:
                 with self._write():
                     cache = self._cache_if_current()
-                    conn.execute(
+                    removed = conn.execute(
                         f"DELETE FROM {self.messages_table} WHERE session_id = ?",
                         (self.session_id,),
-                    )
+                    ).rowcount
                     conn.execute(
                         f"DELETE FROM {self.sessions_table} WHERE session_id = ?",
                         (self.session_id,),
+                    )
+                    revisions.record(
+                        conn, self.messages_table, self.session_id, changed=removed > 0
                     )
             except BaseException:
                 self._cache = None
@@ -543,6 +563,68 @@ class SQLiteStore(SkipsCorruptRows):
             else:
                 # Ids are never reused, so nothing at or below last_id can reappear.
                 self._cache = HistoryCache(last_id=cache.last_id, floor=None, stamp=cache.stamp)
+
+    def revision(self) -> int:
+        """The session's revision (``_sqlite_revisions``); a change by another program
+        not counted yet is counted now, unless the file was opened read-only."""
+        with self._lock:
+            self._open()
+            conn, table = self._connected(), self.messages_table
+            with self._snapshot():
+                revision, current = revisions.state(conn, table, self.session_id)
+            if current or self._read_only:
+                return revision
+            with self._write():
+                return revisions.record(conn, table, self.session_id, changed=False)
+
+    def replace_suffix(self, start: int, texts: list[bytes], expected_revision: int) -> bool:
+        """Replace the items from position ``start`` (of those ``read`` returns) with the
+        rows ``texts``, in one transaction, if the revision is ``expected_revision``.
+
+        Rows that hold no item are not positions, and are left where they are.
+        """
+        with self._lock:
+            conn, table = self._writable("replace_suffix"), self.messages_table
+            try:
+                with self._write():
+                    revision = revisions.record(conn, table, self.session_id, changed=False)
+                    if revision != expected_revision:
+                        return False
+                    ids = self._decode_query(
+                        f"SELECT id, message_data FROM {table} WHERE session_id = ? ORDER BY id",
+                        (self.session_id,),
+                    ).ids
+                    if start > len(ids):
+                        raise start_beyond(start, len(ids))
+                    if start == len(ids) and not texts:
+                        return True  # nothing changes
+                    conn.executemany(
+                        f"DELETE FROM {table} WHERE id = ?", [(row,) for row in ids[start:]]
+                    )
+                    if texts:
+                        conn.execute(
+                            f"INSERT OR IGNORE INTO {self.sessions_table} (session_id) VALUES (?)",
+                            (self.session_id,),
+                        )
+                        insert_rows(
+                            conn,
+                            table,
+                            self.session_id,
+                            texts,
+                            cast=self._bind_bytes,
+                            rows_per_insert=self._rows_per_insert,
+                        )
+                    conn.execute(
+                        f"UPDATE {self.sessions_table} SET updated_at = CURRENT_TIMESTAMP "
+                        "WHERE session_id = ?",
+                        (self.session_id,),
+                    )
+                    revisions.record(conn, table, self.session_id, changed=True)
+            except BaseException:
+                self._cache = None
+                raise
+            self._cache = None  # rebuilt by the next read
+            return True
 
     def close(self) -> None:
         """Close the connection (waits for a running operation). Idempotent."""

@@ -2,15 +2,25 @@
 
 Items are kept as their stored JSON text, the same encoding ``SQLiteSession`` writes,
 so both backends accept, refuse and return exactly the same things, and every read
-hands out freshly decoded objects that the caller may change at will.
+hands out freshly decoded objects that the caller may change at will. Revisions and op
+ids (``_transactions``) are kept next to the items, under the same lock.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 from histcore.engine.collector import collector_paused
 from histcore.sessions._codec import decode_row, encode_items_utf8
+from histcore.sessions._transactions import (
+    DEFAULT_OP_ID_WINDOW,
+    check_expected_revision,
+    check_op_id,
+    check_op_id_window,
+    check_start,
+    start_beyond,
+)
 from histcore.sessions.base import (
     InputItem,
     SessionABC,
@@ -24,18 +34,30 @@ __all__ = ["MemorySession"]
 
 
 class MemorySession(SessionABC):
-    """An in-memory session; thread-safe, lost when the process ends."""
+    """An in-memory session; thread-safe, lost when the process ends.
+
+    ``revision()`` counts its committed changes; ``add_items(items, op_id=...)`` stores
+    nothing for an op id among the latest ``op_id_window`` (1000) it applied;
+    ``replace_suffix`` replaces the items from a position if the revision is unchanged.
+    """
 
     # Every read decodes the stored text anew.
     _returns_fresh_items = True
 
     def __init__(
-        self, session_id: str = "default", session_settings: SessionSettings | None = None
+        self,
+        session_id: str = "default",
+        session_settings: SessionSettings | None = None,
+        *,
+        op_id_window: int = DEFAULT_OP_ID_WINDOW,
     ) -> None:
         self.session_id = check_session_id(session_id)
         self.session_settings = session_settings or SessionSettings()
         self._texts: list[bytes] = []
         self._lock = threading.Lock()
+        self._revision = 0
+        self._op_id_window = check_op_id_window(op_id_window)
+        self._op_ids: OrderedDict[str, None] = OrderedDict()
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
         limit = self._read_limit(limit)
@@ -46,20 +68,61 @@ class MemorySession(SessionABC):
             with collector_paused():
                 return [decode_row(text) for text in texts]
 
-    async def add_items(self, items: list[InputItem]) -> None:
+    async def add_items(self, items: list[InputItem], *, op_id: str | None = None) -> None:
+        """Append ``items``; when ``op_id`` is among the latest ``op_id_window`` op ids
+        this session applied, store nothing (a retried call)."""
+        op_id = check_op_id(op_id)
         texts = encode_items_utf8(items_argument(items))
+        if not texts:
+            return
         with self._lock:
+            if op_id is not None and op_id in self._op_ids:
+                return
             self._texts.extend(texts)
+            self._revision += 1
+            if op_id is not None:
+                self._op_ids[op_id] = None
+                while len(self._op_ids) > self._op_id_window:
+                    self._op_ids.popitem(last=False)
 
     async def pop_item(self) -> InputItem | None:
         with self._lock:
             if not self._texts:
                 return None
+            self._revision += 1
             return decode_row(self._texts.pop())
 
     async def clear_session(self) -> None:
         with self._lock:
+            if self._texts:
+                self._revision += 1
             self._texts.clear()
+
+    async def revision(self) -> int:
+        """The session's revision: one more after every committed change, never reused
+        (not even after ``clear_session``)."""
+        with self._lock:
+            return self._revision
+
+    async def replace_suffix(
+        self, start: int, items: list[InputItem], *, expected_revision: int
+    ) -> bool:
+        """Replace the items from position ``start`` (0-based, oldest first; the length
+        appends) with ``items``, if the revision is still ``expected_revision``;
+        otherwise return False and change nothing."""
+        start = check_start(start)
+        expected_revision = check_expected_revision(expected_revision)
+        texts = encode_items_utf8(items_argument(items))
+        with self._lock:
+            if self._revision != expected_revision:
+                return False
+            if start > len(self._texts):
+                raise start_beyond(start, len(self._texts))
+            if start == len(self._texts) and not texts:
+                return True  # nothing changes
+            self._texts[start:] = texts
+            self._revision += 1
+            return True
 
     def __len__(self) -> int:
         return len(self._texts)

@@ -8,6 +8,8 @@ closes them. Layout, created on first use (names configurable)::
     agent_messages(id BIGINT IDENTITY PRIMARY KEY, session_id -> agent_sessions ON DELETE
                    CASCADE, message_data JSONB, message_text TEXT NOT NULL, created_at),
                    indexed on (session_id, id)
+    agent_sessions_revisions(session_id TEXT PRIMARY KEY, revision, last_id, ops BIGINT)
+    agent_sessions_op_ids(session_id, op_id, seq BIGINT), PRIMARY KEY (session_id, op_id)
 
 ``message_text`` is the item's stored JSON text (the same encoding as the SQLite
 session), read back exactly; ``message_data`` is a ``jsonb`` copy for queries, NULL for
@@ -30,6 +32,16 @@ As in the SQLite session, a session keeps the decoded items it has read (ids up 
 transaction's id, or the row disappears), and every read checks it in the same
 statement that fetches rows, so a cache that no longer matches the table is rebuilt.
 Not detected: rows deleted or rewritten by hand with plain SQL.
+
+Revisions and op ids
+--------------------
+The two side tables (made on first use, also next to tables made before them; neither
+is cleared with the session) hold each session's revision, counted up in the
+transaction of every change, the newest row id it counted (``last_id``: a different
+newest id means a writer that does not count, such as raw SQL or an older histcore,
+changed the session, and the next transaction counts that too), and the op ids of its
+latest ``op_id_window`` ``add_items`` calls, written with their rows (``ops`` counts a
+session's op ids, and each keeps its number, ``seq``: the window is a range delete).
 """
 
 from __future__ import annotations
@@ -58,6 +70,14 @@ from histcore.sessions._postgres_pools import (
     close_pools,
     describe_dsn,
     shared_pool,
+)
+from histcore.sessions._transactions import (
+    DEFAULT_OP_ID_WINDOW,
+    check_expected_revision,
+    check_op_id,
+    check_op_id_window,
+    check_start,
+    start_beyond,
 )
 from histcore.sessions.base import (
     MESSAGES_TABLE,
@@ -112,6 +132,21 @@ def _schema_statements(sessions: str, messages: str) -> list[str]:
             created_at TIMESTAMPTZ NOT NULL DEFAULT now()
         )""",
         f"CREATE INDEX IF NOT EXISTS idx_{messages}_session_id ON {messages} (session_id, id)",
+        # Not tied to the sessions row, which clear_session deletes: a revision and the
+        # op ids outlive a clear.
+        f"""CREATE TABLE IF NOT EXISTS {sessions}_revisions (
+            session_id TEXT PRIMARY KEY,
+            revision BIGINT NOT NULL,
+            last_id BIGINT,
+            ops BIGINT NOT NULL DEFAULT 0
+        )""",
+        f"""CREATE TABLE IF NOT EXISTS {sessions}_op_ids (
+            session_id TEXT NOT NULL,
+            op_id TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            PRIMARY KEY (session_id, op_id)
+        )""",
+        f"CREATE INDEX IF NOT EXISTS {sessions}_op_ids_seq ON {sessions}_op_ids (session_id, seq)",
     ]
 
 
@@ -220,6 +255,11 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     warning and listed in ``skipped_row_ids``; ``pop_item`` leaves them where they are
     and removes only the row it returns.
 
+    ``revision()``, ``add_items(items, op_id=...)`` and ``replace_suffix`` are history
+    transactions (see the module docstring): the revision counts committed changes and
+    is never reused; an op id among the session's latest ``op_id_window`` (1000)
+    applied ones stores nothing again.
+
     The history cache's ``stamp`` is the session row's generation it was read under.
     """
 
@@ -238,6 +278,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         cache_history: bool = True,
         pool_max_size: int = 10,
         connect_timeout: float = CONNECT_TIMEOUT,
+        op_id_window: int = DEFAULT_OP_ID_WINDOW,
     ) -> None:
         check_session_id(session_id)
         if "\x00" in session_id:
@@ -262,6 +303,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         self._pool_max_size = pool_max_size
         self._connect_timeout = connect_timeout
         self._cache_history = cache_history
+        self._op_id_window = check_op_id_window(op_id_window)
         self._history: HistoryCache | None = None
         self._skipped: dict[int, str] = {}
         self._closed = False
@@ -284,8 +326,11 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                 raise
             return history.hand_out(limit, kept=self._cache_history)
 
-    async def add_items(self, items: list[InputItem]) -> None:
+    async def add_items(self, items: list[InputItem], *, op_id: str | None = None) -> None:
+        """Append ``items``, all or none; when ``op_id`` is among the latest
+        ``op_id_window`` op ids this session applied, store nothing (a retried call)."""
         items = items_argument(items)
+        op_id = check_op_id(op_id)
         self._check_open()
         if not items:
             return
@@ -295,10 +340,27 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         fits = [_fits_jsonb(text) for text in texts]
         pool = await self._ready_pool()
 
+        session_id = self.session_id
+
         async def write() -> None:
             async with pool.connection() as conn, conn.pipeline(), conn.transaction():
-                await conn.execute(self._sql.lock_or_create, (self.session_id,))
-                await conn.execute(self._sql.append, (self.session_id, texts, fits))
+                await conn.execute(self._sql.lock_or_create, (session_id,))
+                if op_id is not None:
+                    cursor = await conn.execute(self._sql.op_applied, (session_id, op_id))
+                    if await cursor.fetchone() is not None:
+                        return  # applied before: a retry stores nothing
+                await conn.execute(self._sql.append, (session_id, texts, fits))
+                if op_id is None:
+                    await conn.execute(self._sql.count_revision, (session_id, session_id))
+                else:
+                    await conn.execute(
+                        self._sql.count_revision_with_op,
+                        (session_id, session_id, session_id, op_id),
+                    )
+                    await conn.execute(
+                        self._sql.forget_old_ops,
+                        (session_id, session_id, self._op_id_window),
+                    )
 
         await self._finish("add_items", write)
 
@@ -327,6 +389,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                     bumped = await cursor.fetchone()
                     assert bumped is not None  # the row is locked by this transaction
                     generations.append(bumped[0])
+                await self._count_revision(conn, changed=bool(popped.removed))
             return popped
 
         async with self._lock():
@@ -348,6 +411,8 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                 # then go too, so a clear never splits a batch.
                 await conn.execute(self._sql.delete_session, (self.session_id,))
                 await conn.execute(self._sql.delete_messages, (self.session_id,))
+                # Counted when rows were there (the newest id is now none).
+                await self._count_revision(conn, changed=False)
 
         async with self._lock():
             try:
@@ -355,6 +420,90 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             finally:
                 self._history = None
             self._skipped.clear()
+
+    async def revision(self) -> int:
+        """The session's revision: one more after every committed change, never reused
+        (not even after ``clear_session``), the same for every reader of the database."""
+        self._check_open()
+        pool = await self._ready_pool()
+
+        async def read() -> int:
+            async with pool.connection() as conn:
+                cursor = await conn.execute(self._sql.revision_state, self._state_params())
+                found = await cursor.fetchone()
+                assert found is not None  # one row of scalar subqueries
+                revision, last_id, newest = found
+                if last_id == newest:
+                    return int(revision or 0)
+                # Changed by a writer that does not count: count it now.
+                async with conn.transaction():
+                    await conn.execute(self._sql.lock_existing, (self.session_id,))
+                    return await self._count_revision(conn, changed=False)
+
+        return await self._finish("revision", read)
+
+    async def replace_suffix(
+        self, start: int, items: list[InputItem], *, expected_revision: int
+    ) -> bool:
+        """Replace the items from position ``start`` (0-based, oldest first; the length
+        appends) with ``items`` in one transaction, if the revision is still
+        ``expected_revision``; otherwise return False and change nothing. Rows that
+        hold no item are not positions, and are left where they are."""
+        start = check_start(start)
+        expected_revision = check_expected_revision(expected_revision)
+        texts = encode_items(items_argument(items))
+        fits = [_fits_jsonb(text) for text in texts]
+        self._check_open()
+        pool = await self._ready_pool()
+        session_id = self.session_id
+
+        async def replace() -> bool:
+            async with pool.connection() as conn, conn.transaction():
+                await conn.execute(self._sql.lock_or_create, (session_id,))
+                if await self._count_revision(conn, changed=False) != expected_revision:
+                    return False
+                cursor = await conn.execute(self._sql.all_rows, (session_id,))
+                ids = self._decoded(list(await cursor.fetchall())).ids
+                if start > len(ids):
+                    raise start_beyond(start, len(ids))
+                if start == len(ids) and not texts:
+                    return True  # nothing changes
+                if start < len(ids):
+                    await conn.execute(self._sql.delete_rows, (ids[start:],))
+                    await conn.execute(self._sql.bump, (session_id,))
+                if texts:
+                    await conn.execute(self._sql.append, (session_id, texts, fits))
+                await self._count_revision(conn, changed=True)
+            return True
+
+        async with self._lock():
+            try:
+                replaced = await self._finish("replace_suffix", replace)
+            except BaseException:
+                self._history = None
+                raise
+            if replaced:
+                self._history = None  # rebuilt by the next read
+        return replaced
+
+    def _state_params(self) -> tuple[str, str, str]:
+        return (self.session_id, self.session_id, self.session_id)
+
+    async def _count_revision(self, conn: psycopg.AsyncConnection[Any], *, changed: bool) -> int:
+        """Inside a write transaction holding the session's lock: count this change
+        (``changed``), or one by a writer that does not count, as one more revision;
+        the revision afterwards."""
+        if not changed:
+            cursor = await conn.execute(self._sql.revision_state, self._state_params())
+            found = await cursor.fetchone()
+            assert found is not None  # one row of scalar subqueries
+            revision, last_id, newest = found
+            if last_id == newest:
+                return int(revision or 0)
+        cursor = await conn.execute(self._sql.count_revision, (self.session_id, self.session_id))
+        counted = await cursor.fetchone()
+        assert counted is not None  # an upsert returns its row
+        return int(counted[0])
 
     # --- lifetime -------------------------------------------------------------------
 
@@ -553,3 +702,40 @@ class _Statements:
             "WHERE session_id = %s AND id > %s AND id <= %s ORDER BY id DESC LIMIT %s"
         )
         self.generation = f"SELECT generation FROM {sessions} WHERE session_id = %s"
+        # Revisions and op ids (see the module docstring).
+        revisions, ops = f"{sessions}_revisions", f"{sessions}_op_ids"
+        self.indexes.append(f"{ops}_seq")
+        self.required_columns[revisions] = {
+            "session_id": "text",
+            "revision": "bigint",
+            "last_id": "bigint",
+            "ops": "bigint",
+        }
+        self.required_columns[ops] = {"session_id": "text", "op_id": "text", "seq": "bigint"}
+        self.revision_state = (
+            f"SELECT (SELECT revision FROM {revisions} WHERE session_id = %s), "
+            f"(SELECT last_id FROM {revisions} WHERE session_id = %s), "
+            f"(SELECT max(id) FROM {messages} WHERE session_id = %s)"
+        )
+        count = (
+            f"INSERT INTO {revisions} AS r (session_id, revision, last_id) "
+            f"VALUES (%s, 1, (SELECT max(id) FROM {messages} WHERE session_id = %s)) "
+            "ON CONFLICT (session_id) DO UPDATE "
+            "SET revision = r.revision + 1, last_id = EXCLUDED.last_id RETURNING revision"
+        )
+        self.count_revision = count
+        self.count_revision_with_op = (
+            f"WITH counted AS (INSERT INTO {revisions} AS r (session_id, revision, last_id, ops) "
+            f"VALUES (%s, 1, (SELECT max(id) FROM {messages} WHERE session_id = %s), 1) "
+            "ON CONFLICT (session_id) DO UPDATE SET revision = r.revision + 1, "
+            "last_id = EXCLUDED.last_id, ops = r.ops + 1 RETURNING ops) "
+            f"INSERT INTO {ops} (session_id, op_id, seq) SELECT %s, %s, ops FROM counted"
+        )
+        self.op_applied = f"SELECT 1 FROM {ops} WHERE session_id = %s AND op_id = %s"
+        # All but the latest ``op_id_window`` op ids (one at most, in the steady state).
+        self.forget_old_ops = (
+            f"DELETE FROM {ops} WHERE session_id = %s "
+            f"AND seq <= (SELECT ops FROM {revisions} WHERE session_id = %s) - %s"
+        )
+        self.all_rows = f"SELECT id, message_text FROM {messages} WHERE session_id = %s ORDER BY id"
+        self.delete_rows = f"DELETE FROM {messages} WHERE id = ANY(%s)"

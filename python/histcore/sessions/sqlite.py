@@ -19,7 +19,15 @@ from typing import Any, TypeVar
 
 from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionError
+from histcore.sessions._codec import encode_items_utf8
 from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
+from histcore.sessions._transactions import (
+    DEFAULT_OP_ID_WINDOW,
+    check_expected_revision,
+    check_op_id,
+    check_op_id_window,
+    check_start,
+)
 from histcore.sessions.base import (
     MESSAGES_TABLE,
     SESSIONS_TABLE,
@@ -52,6 +60,11 @@ class SQLiteSession(_ClosableSession):
     or a URI with ``mode=ro``) is opened read-only: reads work, and every write raises
     a SessionError saying so.
 
+    ``revision()``, ``add_items(items, op_id=...)`` and ``replace_suffix`` are history
+    transactions (``_sqlite_revisions``): the revision counts committed changes and is
+    never reused; an op id among the session's latest ``op_id_window`` (1000) applied
+    ones stores nothing again.
+
     ``close()`` it when done, or use it as a (sync or async) context manager; after
     that every operation raises ``SessionClosedError``. Rows that hold no item
     (``histcore.sessions.rows``), whoever wrote them, are skipped with a logged warning
@@ -72,6 +85,7 @@ class SQLiteSession(_ClosableSession):
         *,
         busy_timeout: float = 30.0,
         cache_history: bool = True,
+        op_id_window: int = DEFAULT_OP_ID_WINDOW,
     ) -> None:
         check_session_id(session_id)
         if not isinstance(db_path, (str, os.PathLike)):
@@ -84,7 +98,13 @@ class SQLiteSession(_ClosableSession):
         self._checkpoints: set[asyncio.Future[None]] = set()
         # Opens nothing yet (see the class docstring).
         self._store = SQLiteStore(
-            session_id, db_path, sessions_table, messages_table, busy_timeout, cache_history
+            session_id,
+            db_path,
+            sessions_table,
+            messages_table,
+            busy_timeout,
+            cache_history,
+            check_op_id_window(op_id_window),
         )
 
     # --- session API ----------------------------------------------------------------
@@ -94,8 +114,11 @@ class SQLiteSession(_ClosableSession):
         self._store.check_open()
         return await self._in_worker("get_items", self._store.read, limit)
 
-    async def add_items(self, items: list[InputItem]) -> None:
+    async def add_items(self, items: list[InputItem], *, op_id: str | None = None) -> None:
+        """Append ``items``, all or none; when ``op_id`` is among the latest
+        ``op_id_window`` op ids this session applied, store nothing (a retried call)."""
         items = items_argument(items)
+        op_id = check_op_id(op_id)
         self._store.check_open()
         if not items:
             return
@@ -104,7 +127,7 @@ class SQLiteSession(_ClosableSession):
             # Encoded a chunk at a time inside one transaction (a batch of any size
             # never holds the text of all of it): an item that cannot be encoded raises
             # TypeError naming its position, and nothing is written.
-            return self._store.append(items)
+            return self._store.append(items, op_id)
 
         if await self._finish_in_worker("add_items", write):
             self._checkpoint_soon()
@@ -116,6 +139,26 @@ class SQLiteSession(_ClosableSession):
     async def clear_session(self) -> None:
         self._store.check_open()
         await self._finish_in_worker("clear_session", self._store.clear)
+
+    async def revision(self) -> int:
+        """The session's revision: one more after every committed change, never reused
+        (not even after ``clear_session``), the same for every reader of the file."""
+        self._store.check_open()
+        return await self._in_worker("revision", self._store.revision)
+
+    async def replace_suffix(
+        self, start: int, items: list[InputItem], *, expected_revision: int
+    ) -> bool:
+        """Replace the items from position ``start`` (0-based, oldest first; the length
+        appends) with ``items`` in one transaction, if the revision is still
+        ``expected_revision``; otherwise return False and change nothing."""
+        start = check_start(start)
+        expected_revision = check_expected_revision(expected_revision)
+        texts = encode_items_utf8(items_argument(items))
+        self._store.check_open()
+        return await self._finish_in_worker(
+            "replace_suffix", self._store.replace_suffix, start, texts, expected_revision
+        )
 
     # --- lifetime -------------------------------------------------------------------
 

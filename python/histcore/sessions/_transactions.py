@@ -1,0 +1,74 @@
+"""Argument checks shared by the history transactions of every session backend:
+``revision()``, ``add_items(items, op_id=...)`` and ``replace_suffix``.
+
+A revision is a per-session counter kept in the store: every committed change (add,
+pop, clear, replace) adds one, and it is never reset, not even by ``clear_session``.
+An op id names one ``add_items`` call; the store remembers the op ids of the session's
+latest ``op_id_window`` such calls (``DEFAULT_OP_ID_WINDOW``), in the transaction that
+wrote their rows, so a retry of a call whose acknowledgement was lost stores nothing.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_OP_ID_WINDOW",
+    "check_expected_revision",
+    "check_op_id",
+    "check_op_id_window",
+    "check_start",
+    "start_beyond",
+]
+
+#: How many op ids a session remembers by default (its latest ones).
+DEFAULT_OP_ID_WINDOW = 1000
+
+
+def check_op_id(op_id: object) -> str | None:
+    """``op_id`` if it is None or a non-empty str of valid UTF-8 text; otherwise a
+    TypeError/ValueError naming it."""
+    if op_id is None:
+        return None
+    if not isinstance(op_id, str):
+        raise TypeError(f"op_id must be a non-empty str or None, not {type(op_id).__name__}")
+    if not op_id:
+        raise ValueError("op_id must be a non-empty str or None, got ''")
+    try:
+        op_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"op_id must be valid UTF-8 text, got {op_id[:64]!r}") from None
+    if "\x00" in op_id:
+        raise ValueError(f"op_id must not hold a NUL character, got {op_id[:64]!r}")
+    return op_id
+
+
+def check_op_id_window(window: object) -> int:
+    """``window`` if it is an int >= 1; otherwise a TypeError/ValueError naming it."""
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise TypeError(f"op_id_window must be an int >= 1, not {type(window).__name__}")
+    if window < 1:
+        raise ValueError(f"op_id_window must be an int >= 1, got {window}")
+    return window
+
+
+def check_expected_revision(revision: object) -> int:
+    """``revision`` if it is an int >= 0; otherwise a TypeError/ValueError naming it."""
+    if isinstance(revision, bool) or not isinstance(revision, int):
+        raise TypeError(f"expected_revision must be an int >= 0, not {type(revision).__name__}")
+    if revision < 0:
+        raise ValueError(f"expected_revision must be an int >= 0, got {revision}")
+    return revision
+
+
+def check_start(start: object) -> int:
+    """``start`` if it is an int >= 0 (checked against the length later, in the
+    transaction); otherwise a TypeError/ValueError naming it."""
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise TypeError(f"start must be an int >= 0, not {type(start).__name__}")
+    if start < 0:
+        raise ValueError(f"start must be an int >= 0 (a position, oldest first), got {start}")
+    return start
+
+
+def start_beyond(start: int, length: int) -> ValueError:
+    """The error of a ``start`` past the end of a history of ``length`` items."""
+    return ValueError(f"start must be at most the number of items ({length}), got {start}")
