@@ -73,6 +73,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import quote
@@ -84,7 +85,7 @@ from histcore.sessions import _sqlite_schema as schema
 from histcore.sessions._codec import encoded_chunks
 from histcore.sessions._sqlite_connect import check_busy_timeout, connect, transaction
 from histcore.sessions._sqlite_insert import Written, insert_rows
-from histcore.sessions._transactions import DEFAULT_OP_ID_WINDOW, start_beyond
+from histcore.sessions._transactions import DEFAULT_OP_ID_WINDOW, doomed_rows
 from histcore.sessions.base import describe_session_id
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
@@ -577,9 +578,17 @@ class SQLiteStore(SkipsCorruptRows):
             with self._write():
                 return revisions.record(conn, table, self.session_id, changed=False)
 
-    def replace_suffix(self, start: int, texts: list[bytes], expected_revision: int) -> bool:
+    def replace_suffix(
+        self,
+        start: int,
+        texts: list[bytes],
+        expected_revision: int,
+        from_end: bool = False,
+        prune_prefix: Callable[[Any], bool] | None = None,
+    ) -> bool:
         """Replace the items from position ``start`` (of those ``read`` returns) with the
-        rows ``texts``, in one transaction, if the revision is ``expected_revision``.
+        rows ``texts``, in one transaction, if the revision is ``expected_revision``
+        (``from_end`` and ``prune_prefix``: see ``_transactions.doomed_rows``).
 
         Rows that hold no item are not positions, and are left where they are.
         """
@@ -590,16 +599,19 @@ class SQLiteStore(SkipsCorruptRows):
                     revision = revisions.record(conn, table, self.session_id, changed=False)
                     if revision != expected_revision:
                         return False
-                    ids = self._decode_query(
+                    rows = self._decode_query(
                         f"SELECT id, message_data FROM {table} WHERE session_id = ? ORDER BY id",
                         (self.session_id,),
-                    ).ids
-                    if start > len(ids):
-                        raise start_beyond(start, len(ids))
-                    if start == len(ids) and not texts:
+                    )
+                    doomed = doomed_rows(
+                        rows.ids, rows.items, start, from_end=from_end, prune_prefix=prune_prefix
+                    )
+                    if doomed is None:
+                        return False
+                    if not doomed and not texts:
                         return True  # nothing changes
                     conn.executemany(
-                        f"DELETE FROM {table} WHERE id = ?", [(row,) for row in ids[start:]]
+                        f"DELETE FROM {table} WHERE id = ?", [(row,) for row in doomed]
                     )
                     if texts:
                         conn.execute(

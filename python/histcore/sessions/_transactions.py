@@ -10,12 +10,16 @@ wrote their rows, so a retry of a call whose acknowledgement was lost stores not
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 __all__ = [
     "DEFAULT_OP_ID_WINDOW",
     "check_expected_revision",
     "check_op_id",
     "check_op_id_window",
     "check_start",
+    "doomed_rows",
     "start_beyond",
 ]
 
@@ -72,3 +76,30 @@ def check_start(start: object) -> int:
 def start_beyond(start: int, length: int) -> ValueError:
     """The error of a ``start`` past the end of a history of ``length`` items."""
     return ValueError(f"start must be at most the number of items ({length}), got {start}")
+
+
+def doomed_rows(
+    ids: list[int],
+    items: list[Any],
+    start: int,
+    *,
+    from_end: bool = False,
+    prune_prefix: Callable[[Any], bool] | None = None,
+) -> list[int] | None:
+    """The row ids a replacement from ``start`` removes, given the ids and items of a
+    history (rows that hold no item left out): ``ids[start:]``, and with
+    ``prune_prefix`` also the leading items it calls expired (up to the first it does
+    not, never into the replaced part). ``from_end``: ``start`` counts items from the
+    newest; None when there are fewer. A ``start`` beyond the history is a ValueError.
+    """
+    if from_end:
+        if start > len(ids):
+            return None
+        start = len(ids) - start
+    elif start > len(ids):
+        raise start_beyond(start, len(ids))
+    expired = 0
+    if prune_prefix is not None:
+        while expired < start and prune_prefix(items[expired]):
+            expired += 1
+    return ids[:expired] + ids[start:]

@@ -64,6 +64,7 @@ import orjson
 from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions._codec import encode_items
+from histcore.sessions._compaction import compaction_snapshot
 from histcore.sessions._postgres_pools import (
     CONNECT_TIMEOUT,
     Pool,
@@ -77,7 +78,7 @@ from histcore.sessions._transactions import (
     check_op_id,
     check_op_id_window,
     check_start,
-    start_beyond,
+    doomed_rows,
 )
 from histcore.sessions.base import (
     MESSAGES_TABLE,
@@ -451,6 +452,18 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         hold no item are not positions, and are left where they are."""
         start = check_start(start)
         expected_revision = check_expected_revision(expected_revision)
+        return await self._replace(start, items, expected_revision)
+
+    async def _replace(
+        self,
+        start: int,
+        items: list[InputItem],
+        expected_revision: int,
+        from_end: bool = False,
+        prune_prefix: Callable[[Any], bool] | None = None,
+    ) -> bool:
+        """``replace_suffix`` with checked arguments (``from_end`` and ``prune_prefix``:
+        see ``_transactions.doomed_rows``)."""
         texts = encode_items(items_argument(items))
         fits = [_fits_jsonb(text) for text in texts]
         self._check_open()
@@ -463,14 +476,17 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                 if await self._count_revision(conn, changed=False) != expected_revision:
                     return False
                 cursor = await conn.execute(self._sql.all_rows, (session_id,))
-                ids = self._decoded(list(await cursor.fetchall())).ids
-                if start > len(ids):
-                    raise start_beyond(start, len(ids))
-                if start == len(ids) and not texts:
+                rows = self._decoded(list(await cursor.fetchall()))
+                doomed = doomed_rows(
+                    rows.ids, rows.items, start, from_end=from_end, prune_prefix=prune_prefix
+                )
+                if doomed is None:
+                    return False
+                if not doomed and not texts:
                     return True  # nothing changes
-                if start < len(ids):
-                    await conn.execute(self._sql.delete_rows, (ids[start:],))
-                    await conn.execute(self._sql.bump, (session_id,))
+                if doomed:
+                    await conn.execute(self._sql.delete_rows, (doomed,))
+                    await conn.execute(self._sql.bump, (session_id,))  # a removal
                 if texts:
                     await conn.execute(self._sql.append, (session_id, texts, fits))
                 await self._count_revision(conn, changed=True)
@@ -485,6 +501,15 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
             if replaced:
                 self._history = None  # rebuilt by the next read
         return replaced
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        """The OpenAI Agents SDK's compaction hook (``_compaction``); None for a
+        subclass, which may transform items and must supply its own, as in the SDK."""
+        if type(self) is not PostgresSession:
+            return None
+        return await compaction_snapshot(self, limit, prune_prefix)
 
     def _state_params(self) -> tuple[str, str, str]:
         return (self.session_id, self.session_id, self.session_id)

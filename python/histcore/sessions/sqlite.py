@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionError
 from histcore.sessions._codec import encode_items_utf8
+from histcore.sessions._compaction import compaction_snapshot
 from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
@@ -154,11 +155,38 @@ class SQLiteSession(_ClosableSession):
         ``expected_revision``; otherwise return False and change nothing."""
         start = check_start(start)
         expected_revision = check_expected_revision(expected_revision)
+        return await self._replace(start, items, expected_revision)
+
+    async def _replace(
+        self,
+        start: int,
+        items: list[InputItem],
+        expected_revision: int,
+        from_end: bool = False,
+        prune_prefix: Callable[[Any], bool] | None = None,
+    ) -> bool:
+        """``replace_suffix`` with checked arguments (``from_end``, ``prune_prefix``:
+        see ``_transactions.doomed_rows``)."""
         texts = encode_items_utf8(items_argument(items))
         self._store.check_open()
         return await self._finish_in_worker(
-            "replace_suffix", self._store.replace_suffix, start, texts, expected_revision
+            "replace_suffix",
+            self._store.replace_suffix,
+            start,
+            texts,
+            expected_revision,
+            from_end,
+            prune_prefix,
         )
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        """The OpenAI Agents SDK's compaction hook (``_compaction``); None for a
+        subclass, which may transform items and must supply its own, as in the SDK."""
+        if type(self) is not SQLiteSession:
+            return None
+        return await compaction_snapshot(self, limit, prune_prefix)
 
     # --- lifetime -------------------------------------------------------------------
 
