@@ -320,6 +320,8 @@ class Backends:
                 "sessions",
                 "sessions_revisions",
                 "sessions_op_ids",
+                "sessions_archive",
+                "sessions_writes",
                 "states",
                 "states_versions",
             )

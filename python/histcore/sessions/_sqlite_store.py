@@ -80,6 +80,7 @@ from urllib.parse import quote
 
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
+from histcore.sessions import _sqlite_archive as archive
 from histcore.sessions import _sqlite_revisions as revisions
 from histcore.sessions import _sqlite_schema as schema
 from histcore.sessions._codec import encoded_chunks
@@ -96,6 +97,7 @@ from histcore.sessions.sql_store import (
     SkipsCorruptRows,
     check_table_name,
 )
+from histcore.sessions.transcript import TranscriptEntry, merge
 
 __all__ = ["SQLiteStore", "read_only_error"]
 
@@ -113,6 +115,7 @@ class SQLiteStore(SkipsCorruptRows):
         busy_timeout: float,
         cache_history: bool,
         op_id_window: int = DEFAULT_OP_ID_WINDOW,
+        keep_replaced: bool = False,
     ) -> None:
         self.session_id = session_id
         self.sessions_table = check_table_name(sessions_table, "sessions_table")
@@ -125,6 +128,7 @@ class SQLiteStore(SkipsCorruptRows):
         self._busy_timeout = check_busy_timeout(busy_timeout)
         self._cache_history = cache_history
         self._op_id_window = op_id_window
+        self._keep_replaced = keep_replaced
         # Nothing is opened here: the first operation opens the file (``_connected``),
         # in the worker thread it runs in, so that waiting for a locked file never
         # stalls the caller's event loop.
@@ -470,7 +474,7 @@ class SQLiteStore(SkipsCorruptRows):
                         (self.session_id,),
                     )
                     last: int = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-                    revisions.record(
+                    revision = revisions.record(
                         conn,
                         table,
                         self.session_id,
@@ -478,6 +482,12 @@ class SQLiteStore(SkipsCorruptRows):
                         op_id=op_id,
                         window=self._op_id_window,
                     )
+                    if self._keep_replaced:
+                        # AUTOINCREMENT under the write lock: the batch's ids are
+                        # consecutive.
+                        archive.note_write(
+                            conn, table, self.session_id, last - written.rows + 1, last, revision
+                        )
             except BaseException as exc:
                 # An item refused by the encoder was rolled back: the table, hence the
                 # cache, is as it was. Anything else may have left the cache behind.
@@ -528,6 +538,10 @@ class SQLiteStore(SkipsCorruptRows):
                             (self.session_id, pop.below),
                         ).fetchone()
                         if pop.take(row):
+                            if self._keep_replaced:
+                                archive.archive(
+                                    conn, table, self.session_id, self._next_revision(), pop.removed
+                                )
                             conn.execute(f"DELETE FROM {table} WHERE id = ?", (pop.removed[0],))
                     revisions.record(conn, table, self.session_id, changed=bool(pop.removed))
             except BaseException:
@@ -544,6 +558,10 @@ class SQLiteStore(SkipsCorruptRows):
             try:
                 with self._write():
                     cache = self._cache_if_current()
+                    if self._keep_replaced:
+                        archive.archive(
+                            conn, self.messages_table, self.session_id, self._next_revision()
+                        )
                     removed = conn.execute(
                         f"DELETE FROM {self.messages_table} WHERE session_id = ?",
                         (self.session_id,),
@@ -610,6 +628,8 @@ class SQLiteStore(SkipsCorruptRows):
                         return False
                     if not doomed and not texts:
                         return True  # nothing changes
+                    if self._keep_replaced:
+                        archive.archive(conn, table, self.session_id, revision + 1, doomed)
                     conn.executemany(
                         f"DELETE FROM {table} WHERE id = ?", [(row,) for row in doomed]
                     )
@@ -631,12 +651,36 @@ class SQLiteStore(SkipsCorruptRows):
                         "WHERE session_id = ?",
                         (self.session_id,),
                     )
-                    revisions.record(conn, table, self.session_id, changed=True)
+                    # Before ``record``, whose upsert moves last_insert_rowid.
+                    last = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+                    revision = revisions.record(conn, table, self.session_id, changed=True)
+                    if self._keep_replaced and texts:
+                        archive.note_write(
+                            conn, table, self.session_id, last - len(texts) + 1, last, revision
+                        )
             except BaseException:
                 self._cache = None
                 raise
             self._cache = None  # rebuilt by the next read
             return True
+
+    def _next_revision(self) -> int:
+        """Inside a write transaction: the revision it commits when it changes the
+        history (``revisions.record`` adds one to the stored revision)."""
+        return revisions.state(self._conn, self.messages_table, self.session_id)[0] + 1
+
+    def transcript(self) -> list[TranscriptEntry]:
+        """Every item stored, live and archived, in id order (``transcript``)."""
+        with self._lock:
+            self._open()
+            conn, table = self._connected(), self.messages_table
+            with self._snapshot():
+                live = conn.execute(
+                    f"SELECT id, message_data FROM {table} WHERE session_id = ? ORDER BY id",
+                    (self.session_id,),
+                ).fetchall()
+                archived, writes = archive.read(conn, table, self.session_id)
+        return merge(live, archived, writes)
 
     def close(self) -> None:
         """Close the connection (waits for a running operation). Idempotent."""

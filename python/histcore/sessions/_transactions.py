@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_OP_ID_WINDOW",
     "check_expected_revision",
+    "check_keep_replaced",
     "check_op_id",
     "check_op_id_window",
     "check_start",
@@ -52,6 +53,13 @@ def check_op_id_window(window: object) -> int:
     if window < 1:
         raise ValueError(f"op_id_window must be an int >= 1, got {window}")
     return window
+
+
+def check_keep_replaced(keep: object) -> bool:
+    """``keep`` if it is a bool; otherwise a TypeError naming it."""
+    if not isinstance(keep, bool):
+        raise TypeError(f"keep_replaced must be a bool, not {type(keep).__name__}")
+    return keep
 
 
 def check_expected_revision(revision: object) -> int:

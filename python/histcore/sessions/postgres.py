@@ -42,6 +42,12 @@ newest id means a writer that does not count, such as raw SQL or an older histco
 changed the session, and the next transaction counts that too), and the op ids of its
 latest ``op_id_window`` ``add_items`` calls, written with their rows (``ops`` counts a
 session's op ids, and each keeps its number, ``seq``: the window is a range delete).
+
+With ``keep_replaced=True`` two more tables, ``agent_sessions_archive(session_id, id,
+message_text, removed_revision)`` and ``agent_sessions_writes(session_id, first_id,
+last_id, revision)``, keep the rows that ``replace_suffix``, ``pop_item`` and
+``clear_session`` remove (copied in the deleting transaction) and the revision of
+every write, for ``transcript()``; sessions without the option never make them.
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from histcore.sessions._postgres_pools import (
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
     check_expected_revision,
+    check_keep_replaced,
     check_op_id,
     check_op_id_window,
     check_start,
@@ -99,6 +106,7 @@ from histcore.sessions.sql_store import (
     check_table_name,
     read_window,
 )
+from histcore.sessions.transcript import TranscriptEntry, merge
 
 __all__ = ["CONNECT_TIMEOUT", "PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
 
@@ -259,7 +267,8 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
     ``revision()``, ``add_items(items, op_id=...)`` and ``replace_suffix`` are history
     transactions (see the module docstring): the revision counts committed changes and
     is never reused; an op id among the session's latest ``op_id_window`` (1000)
-    applied ones stores nothing again.
+    applied ones stores nothing again. With ``keep_replaced=True`` removed rows are
+    archived and ``transcript()`` returns every item stored (module docstring).
 
     The history cache's ``stamp`` is the session row's generation it was read under.
     """
@@ -280,6 +289,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         pool_max_size: int = 10,
         connect_timeout: float = CONNECT_TIMEOUT,
         op_id_window: int = DEFAULT_OP_ID_WINDOW,
+        keep_replaced: bool = False,
     ) -> None:
         check_session_id(session_id)
         if "\x00" in session_id:
@@ -305,11 +315,12 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         self._connect_timeout = connect_timeout
         self._cache_history = cache_history
         self._op_id_window = check_op_id_window(op_id_window)
+        self._keep_replaced = check_keep_replaced(keep_replaced)
         self._history: HistoryCache | None = None
         self._skipped: dict[int, str] = {}
         self._closed = False
         self._loop_lock: tuple[weakref.ref[asyncio.AbstractEventLoop], asyncio.Lock] | None = None
-        self._sql = _Statements(self.sessions_table, self.messages_table)
+        self._sql = _Statements(self.sessions_table, self.messages_table, self._keep_replaced)
 
     # --- session API ----------------------------------------------------------------
 
@@ -350,7 +361,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                     cursor = await conn.execute(self._sql.op_applied, (session_id, op_id))
                     if await cursor.fetchone() is not None:
                         return  # applied before: a retry stores nothing
-                await conn.execute(self._sql.append, (session_id, texts, fits))
+                await self._append(conn, texts, fits)
                 if op_id is None:
                     await conn.execute(self._sql.count_revision, (session_id, session_id))
                 else:
@@ -384,6 +395,11 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                         self._sql.newest_below, (self.session_id, popped.below)
                     )
                     if popped.take(await cursor.fetchone()):
+                        if self._keep_replaced:
+                            await conn.execute(
+                                self._sql.archive_rows,
+                                (self.session_id, self.session_id, popped.removed),
+                            )
                         await conn.execute(self._sql.delete_row, (popped.removed[0],))
                 if popped.removed:
                     cursor = await conn.execute(self._sql.bump, (self.session_id,))
@@ -408,12 +424,21 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
 
         async def clear() -> None:
             async with pool.connection() as conn, conn.transaction():
+                archived = 0
+                if self._keep_replaced:
+                    # Locked first, as the delete below would, then copied before the
+                    # cascade removes the rows.
+                    await conn.execute(self._sql.lock_existing, (self.session_id,))
+                    cursor = await conn.execute(
+                        self._sql.archive_all, (self.session_id, self.session_id)
+                    )
+                    archived = cursor.rowcount
                 # The session row first: it waits for a writer in progress, whose rows
                 # then go too, so a clear never splits a batch.
                 await conn.execute(self._sql.delete_session, (self.session_id,))
                 await conn.execute(self._sql.delete_messages, (self.session_id,))
                 # Counted when rows were there (the newest id is now none).
-                await self._count_revision(conn, changed=False)
+                await self._count_revision(conn, changed=archived > 0)
 
         async with self._lock():
             try:
@@ -485,10 +510,12 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                 if not doomed and not texts:
                     return True  # nothing changes
                 if doomed:
+                    if self._keep_replaced:
+                        await conn.execute(self._sql.archive_rows, (session_id, session_id, doomed))
                     await conn.execute(self._sql.delete_rows, (doomed,))
                     await conn.execute(self._sql.bump, (session_id,))  # a removal
                 if texts:
-                    await conn.execute(self._sql.append, (session_id, texts, fits))
+                    await self._append(conn, texts, fits)
                 await self._count_revision(conn, changed=True)
             return True
 
@@ -510,6 +537,42 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
         if type(self) is not PostgresSession:
             return None
         return await compaction_snapshot(self, limit, prune_prefix)
+
+    async def transcript(self) -> list[TranscriptEntry]:
+        """Every item this session stored, in the order stored (row id), each with the
+        revision that stored it and the one that removed it (None: live); see
+        ``histcore.sessions.transcript``. Needs ``keep_replaced=True``: otherwise a
+        ValueError."""
+        if not self._keep_replaced:
+            raise ValueError("transcript() needs a session made with keep_replaced=True")
+        self._check_open()
+        pool = await self._ready_pool()
+        session_id = self.session_id
+
+        async def read() -> list[TranscriptEntry]:
+            async with pool.connection() as conn, conn.transaction():
+                # One snapshot for the three reads.
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cursor = await conn.execute(self._sql.all_rows, (session_id,))
+                live = list(await cursor.fetchall())
+                cursor = await conn.execute(self._sql.archived, (session_id,))
+                archived = [(int(a), b, int(c)) for a, b, c in await cursor.fetchall()]
+                cursor = await conn.execute(self._sql.writes, (session_id,))
+                writes = [(int(a), int(b), int(c)) for a, b, c in await cursor.fetchall()]
+            return merge(live, archived, writes)
+
+        return await self._finish("transcript", read)
+
+    async def _append(
+        self, conn: psycopg.AsyncConnection[Any], texts: list[str], fits: list[bool]
+    ) -> None:
+        """Inside a write transaction, before its revision is counted: append ``texts``
+        (with ``keep_replaced``, noting the range of ids and the revision)."""
+        if self._keep_replaced:
+            sid = self.session_id
+            await conn.execute(self._sql.append_noted, (sid, texts, fits, sid, sid))
+        else:
+            await conn.execute(self._sql.append, (self.session_id, texts, fits))
 
     def _state_params(self) -> tuple[str, str, str]:
         return (self.session_id, self.session_id, self.session_id)
@@ -680,7 +743,7 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
 class _Statements:
     """The SQL of one pair of tables."""
 
-    def __init__(self, sessions: str, messages: str) -> None:
+    def __init__(self, sessions: str, messages: str, keep_replaced: bool = False) -> None:
         self.schema = _schema_statements(sessions, messages)
         self.indexes = [f"idx_{messages}_session_id"]
         self.required_columns = {
@@ -764,3 +827,64 @@ class _Statements:
         )
         self.all_rows = f"SELECT id, message_text FROM {messages} WHERE session_id = %s ORDER BY id"
         self.delete_rows = f"DELETE FROM {messages} WHERE id = ANY(%s)"
+        self._archive_statements(sessions, messages, keep_replaced)
+
+    def _archive_statements(self, sessions: str, messages: str, keep_replaced: bool) -> None:
+        """The archive of ``keep_replaced`` (module docstring): its tables join the
+        schema only then, so other sessions never need them (nor CREATE rights)."""
+        archive, writes = f"{sessions}_archive", f"{sessions}_writes"
+        if keep_replaced:
+            self.schema = [
+                *self.schema,
+                f"""CREATE TABLE IF NOT EXISTS {archive} (
+                    session_id TEXT NOT NULL,
+                    id BIGINT NOT NULL,
+                    message_text TEXT NOT NULL,
+                    removed_revision BIGINT NOT NULL
+                )""",
+                f"CREATE INDEX IF NOT EXISTS {archive}_session ON {archive} (session_id, id)",
+                f"""CREATE TABLE IF NOT EXISTS {writes} (
+                    session_id TEXT NOT NULL,
+                    first_id BIGINT NOT NULL,
+                    last_id BIGINT NOT NULL,
+                    revision BIGINT NOT NULL,
+                    PRIMARY KEY (session_id, first_id)
+                )""",
+            ]
+            self.indexes.append(f"{archive}_session")
+            self.required_columns[archive] = {
+                "session_id": "text",
+                "id": "bigint",
+                "message_text": "text",
+                "removed_revision": "bigint",
+            }
+            self.required_columns[writes] = {
+                "session_id": "text",
+                "first_id": "bigint",
+                "last_id": "bigint",
+                "revision": "bigint",
+            }
+        # The revision the current transaction commits (one more than the stored one).
+        following = (
+            f"coalesce((SELECT revision FROM {sessions}_revisions WHERE session_id = %s), 0) + 1"
+        )
+        copy = (
+            f"INSERT INTO {archive} (session_id, id, message_text, removed_revision) "
+            f"SELECT session_id, id, message_text, {following} FROM {messages} "
+            "WHERE session_id = %s"
+        )
+        self.archive_all = copy
+        self.archive_rows = copy + " AND id = ANY(%s)"
+        self.append_noted = (
+            f"WITH added AS ({self.append} RETURNING id) "
+            f"INSERT INTO {writes} (session_id, first_id, last_id, revision) "
+            f"SELECT %s, min(id), max(id), {following} FROM added HAVING count(*) > 0"
+        )
+        self.archived = (
+            f"SELECT id, message_text, removed_revision FROM {archive} "
+            "WHERE session_id = %s ORDER BY id"
+        )
+        self.writes = (
+            f"SELECT first_id, last_id, revision FROM {writes} "
+            "WHERE session_id = %s ORDER BY first_id"
+        )

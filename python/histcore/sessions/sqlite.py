@@ -25,6 +25,7 @@ from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
     check_expected_revision,
+    check_keep_replaced,
     check_op_id,
     check_op_id_window,
     check_start,
@@ -40,6 +41,7 @@ from histcore.sessions.base import (
     items_argument,
 )
 from histcore.sessions.sql_store import logger
+from histcore.sessions.transcript import TranscriptEntry
 
 __all__ = ["SQLiteSession"]
 
@@ -64,7 +66,9 @@ class SQLiteSession(_ClosableSession):
     ``revision()``, ``add_items(items, op_id=...)`` and ``replace_suffix`` are history
     transactions (``_sqlite_revisions``): the revision counts committed changes and is
     never reused; an op id among the session's latest ``op_id_window`` (1000) applied
-    ones stores nothing again.
+    ones stores nothing again. With ``keep_replaced=True`` the rows ``replace_suffix``,
+    ``pop_item`` and ``clear_session`` remove are archived (``_sqlite_archive``) and
+    ``transcript()`` returns every item stored.
 
     ``close()`` it when done, or use it as a (sync or async) context manager; after
     that every operation raises ``SessionClosedError``. Rows that hold no item
@@ -87,6 +91,7 @@ class SQLiteSession(_ClosableSession):
         busy_timeout: float = 30.0,
         cache_history: bool = True,
         op_id_window: int = DEFAULT_OP_ID_WINDOW,
+        keep_replaced: bool = False,
     ) -> None:
         check_session_id(session_id)
         if not isinstance(db_path, (str, os.PathLike)):
@@ -106,6 +111,7 @@ class SQLiteSession(_ClosableSession):
             busy_timeout,
             cache_history,
             check_op_id_window(op_id_window),
+            check_keep_replaced(keep_replaced),
         )
 
     # --- session API ----------------------------------------------------------------
@@ -146,6 +152,16 @@ class SQLiteSession(_ClosableSession):
         (not even after ``clear_session``), the same for every reader of the file."""
         self._store.check_open()
         return await self._in_worker("revision", self._store.revision)
+
+    async def transcript(self) -> list[TranscriptEntry]:
+        """Every item this session stored, in the order stored (row id), each with the
+        revision that stored it and the one that removed it (None: live); see
+        ``histcore.sessions.transcript``. Needs ``keep_replaced=True``: otherwise a
+        ValueError."""
+        if not self._store._keep_replaced:
+            raise ValueError("transcript() needs a session made with keep_replaced=True")
+        self._store.check_open()
+        return await self._in_worker("transcript", self._store.transcript)
 
     async def replace_suffix(
         self, start: int, items: list[InputItem], *, expected_revision: int
