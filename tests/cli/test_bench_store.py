@@ -229,11 +229,13 @@ def test_a_postgres_store_is_only_read(tmp_path: Path, capsys: pytest.CaptureFix
         _pg_execute(server.dsn, f"DROP TABLE IF EXISTS {tables[1]}, {tables[0]}")
 
 
-async def _fill_postgres(dsn: str, tables: tuple[str, str]) -> None:
+async def _fill_postgres(
+    dsn: str, tables: tuple[str, str], sizes: dict[str, int] | None = None
+) -> None:
     from histcore.sessions.postgres import PostgresSession, close_pools
 
     try:
-        for seed, (session_id, size) in enumerate(SIZES.items()):
+        for seed, (session_id, size) in enumerate((sizes or SIZES).items()):
             session = PostgresSession(
                 session_id, dsn, sessions_table=tables[0], messages_table=tables[1]
             )

@@ -13,6 +13,8 @@ One panel per engine function (on the realistic generated history): the Rust eng
 the pure-Python twin and the OpenAI Agents SDK's equivalent; with an ``--openai-agents``
 document, also the SDK's conversation turn without and with
 ``histcore.openai_agents.install()``, in one process and as a fresh process's first.
+:func:`store_figure` draws a ``histcore bench --store --json`` document: each session's
+ms per turn against its item count as it grew, plain and installed.
 
 matplotlib is optional (``pip install 'histcore[plot]'``) and imported only here, when
 a plot is drawn, on the non-interactive Agg canvas (pyplot is never imported).
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.ticker import Formatter
 
-__all__ = ["FORMATS", "draw", "figure"]
+__all__ = ["FORMATS", "draw", "draw_store", "figure", "store_figure"]
 
 #: The file formats ``draw`` writes, by file name suffix.
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -147,10 +149,7 @@ def draw(
     ValueError for another suffix or when there is nothing to draw, ImportError
     without matplotlib.
     """
-    file_format = FORMATS.get(os.path.splitext(path)[1].lower())
-    if file_format is None:
-        raise ValueError(f"cannot draw {path!r}: the file name must end in .png or .svg")
-    figure(engine=engine, sdk=sdk).savefig(path, format=file_format)
+    figure(engine=engine, sdk=sdk).savefig(path, format=_format_of(path))
 
 
 def figure(*, engine: dict[str, Any] | None = None, sdk: dict[str, Any] | None = None) -> Figure:
@@ -173,5 +172,69 @@ def figure(*, engine: dict[str, Any] | None = None, sdk: dict[str, Any] | None =
         else:
             axes.set_visible(False)
     drawn.suptitle(_title([doc for doc in (engine, sdk) if doc]), fontsize=10)
+    drawn.tight_layout()
+    return drawn
+
+
+def _format_of(path: str) -> str:
+    file_format = FORMATS.get(os.path.splitext(path)[1].lower())
+    if file_format is None:
+        raise ValueError(f"cannot draw {path!r}: the file name must end in .png or .svg")
+    return file_format
+
+
+def draw_store(path: str, store: dict[str, Any]) -> None:
+    """Draw :func:`store_figure` of ``store`` to ``path`` (``.png`` or ``.svg``)."""
+    file_format = _format_of(path)
+    store_figure(store).savefig(path, format=file_format)
+
+
+_SESSION_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def store_figure(store: dict[str, Any]) -> Figure:
+    """ms per turn against item count, one plain (dashed) and one installed (solid) line
+    per session, from the document ``histcore bench --store --json`` writes. Raises
+    ValueError when no session has a curve."""
+    curves = [
+        (str(s["session_id"]), s["curve"]) for s in store.get("sessions", []) if s.get("curve")
+    ]
+    if not curves:
+        raise ValueError("nothing to draw: no session has a growth curve")
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    drawn = Figure(figsize=(_PANEL_SIZE[0] * 1.6, _PANEL_SIZE[1] * 1.4 + 0.6))
+    FigureCanvasAgg(drawn)
+    axes = drawn.subplots()
+    for index, (session_id, curve) in enumerate(curves):
+        colour = _SESSION_COLOURS[index % len(_SESSION_COLOURS)]
+        sizes = [int(point["items"]) for point in curve]
+        for mode, marker, style, label in (
+            ("plain", "^", "--", "plain SDK"),
+            ("installed", "o", "-", "with install()"),
+        ):
+            seconds = [float(point[mode]["turn"]["median_s"]) for point in curve]
+            axes.plot(
+                sizes,
+                seconds,
+                label=f"{session_id}: {label}",
+                color=colour,
+                marker=marker,
+                linestyle=style,
+                markersize=3,
+            )
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.yaxis.set_major_formatter(_seconds_formatter())
+    axes.yaxis.set_minor_formatter(_seconds_formatter())
+    axes.set_title("history handling per turn, each session as it grew", fontsize=10)
+    axes.set_xlabel("session size (items)", fontsize=8)
+    axes.set_ylabel("median time per turn", fontsize=8)
+    axes.tick_params(which="both", labelsize=7)
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize=7)
+    drawn.suptitle(_title([store]), fontsize=10)
     drawn.tight_layout()
     return drawn

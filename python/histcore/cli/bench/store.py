@@ -101,7 +101,6 @@ def _not_applicable(args: argparse.Namespace) -> list[str]:
         ("--huge", bool(getattr(args, "huge", False))),
         ("--functions", tuple(getattr(args, "functions", ())) not in ((), tuple(OPERATIONS))),
         ("--backend", getattr(args, "backend", "both") != "both"),
-        ("--plot", bool(getattr(args, "plot", None))),
     ]
     return [flag for flag, present in given if present]
 
@@ -118,6 +117,18 @@ def _plan(args: argparse.Namespace) -> Plan:
             "are your sessions, at their own sizes (histcore's active engine runs them)"
         )
     _check_json_path(args.json)
+    plot_path = getattr(args, "plot", None)
+    if plot_path is not None:
+        from histcore.cli.bench.command import _plot_problem
+
+        problem = _plot_problem(plot_path)
+        if problem is not None:
+            raise BadInput(problem)
+        if args.no_reference or not _sdk_importable():
+            raise BadInput(
+                "--plot with --store/--dsn draws the sessions' growth curves, which time the "
+                "OpenAI Agents SDK's session: it needs openai-agents, and no --no-reference"
+            )
     sdk = not args.no_reference and _sdk_importable()
     if args.openai_agents and not _sdk_importable():
         raise BadInput(
@@ -141,6 +152,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         sdk=sdk,
         turn=bool(args.openai_agents),
         json_path=args.json,
+        plot_path=plot_path,
         build_profile=_build_profile(bool(args.allow_debug)),
     )
 
@@ -207,4 +219,15 @@ def run_store(
             )
             return 1
         stderr.write(f"histcore bench: wrote {plan.json_path}\n")
+    if plan.plot_path is not None:
+        from histcore.cli.bench import plot
+
+        try:
+            plot.draw_store(plan.plot_path, to_json(result))
+        except (OSError, ValueError) as exc:
+            stderr.write(
+                f"histcore bench: error: could not draw --plot {plan.plot_path!r}: {exc}\n"
+            )
+            return 1
+        stderr.write(f"histcore bench: wrote {plan.plot_path}\n")
     return 0

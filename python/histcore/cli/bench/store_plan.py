@@ -74,6 +74,7 @@ class Plan:
     turn: bool
     json_path: str | None
     build_profile: str | None
+    plot_path: str | None = None
 
 
 # --- the store --------------------------------------------------------------------------

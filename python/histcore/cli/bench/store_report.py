@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from histcore.cli.bench.report import header
+from histcore.cli.bench.store_curve import Point, Storage
 from histcore.cli.bench.store_plan import NEW_MESSAGE, PASSES, TURN_MESSAGE
 from histcore.cli.bench.store_timing import Pair, SessionResult, StoreResult
 from histcore.cli.bench.timing import Timing
@@ -96,6 +97,70 @@ def _legend(result: StoreResult) -> list[str]:
     return lines
 
 
+_NOISE = "~"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}" if seconds < 0.01 else f"{seconds * 1e3:.1f}"
+
+
+def _curve_ratio(point: Point, phase: str) -> str:
+    ratio = point.ratio(phase)
+    text = "-" if ratio is None else f"{ratio:.1f}x"
+    return _NOISE + text if point.within_noise(phase) else text
+
+
+def _curve(session: SessionResult) -> list[str]:
+    """The session as it grew: ms per turn plain and installed, and the phases."""
+    lines = [
+        f"session {session.session_id!r} as it grew (ms per turn; {_NOISE} within noise):",
+        f"  {'items':>8}  {'plain':>9}  {'installed':>9}  {'ratio':>7}"
+        f"  {'read':>9}  {'read inst':>9}  {'ratio':>7}  {'prepare':>9}  {'prep inst':>9}",
+    ]
+    for point in session.curve:
+        plain, fast = point.plain, point.installed
+        lines.append(
+            f"  {point.items:>8,}  {_ms(plain['turn'].median):>9}  {_ms(fast['turn'].median):>9}"
+            f"  {_curve_ratio(point, 'turn'):>7}  {_ms(plain['read'].median):>9}"
+            f"  {_ms(fast['read'].median):>9}  {_curve_ratio(point, 'read'):>7}"
+            f"  {_ms(point.prepare('plain')):>9}  {_ms(point.prepare('installed')):>9}"
+        )
+    return lines
+
+
+def _bytes(size: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size:.0f} B"
+
+
+def _storage(storage: Storage) -> list[str]:
+    per_item = "-" if storage.per_item is None else _bytes(storage.per_item)
+    tables = ", ".join(f"{name} {_bytes(size)}" for name, size in storage.tables.items())
+    wal = "" if storage.wal is None else f"; WAL file {_bytes(storage.wal)}"
+    return [
+        f"storage ({storage.method}): {_bytes(storage.total)} in all, {storage.rows:,} stored "
+        f"rows, {per_item} per row{wal}",
+        *([f"  per table (indexes included): {tables}"] if tables else []),
+    ]
+
+
+def _curve_legend(result: StoreResult) -> list[str]:
+    if not result.plan.sdk:
+        return [
+            "no growth curve: it times the SDK's SQLiteSession (openai-agents not installed, "
+            "or --no-reference)"
+        ]
+    return [
+        "as it grew: each size a private SQLite copy of the session's first items; plain = "
+        "the SDK's SQLiteSession, installed = under histcore.openai_agents.install(); turn = "
+        f"prepare_input_with_session({NEW_MESSAGE!r}) with its read, read = get_items, "
+        "prepare = turn - read; the same session object turn after turn, nothing new between "
+        f"turns; medians; {_NOISE} = the samples' min-max ranges overlap (within noise)",
+    ]
+
+
 def render(result: StoreResult) -> str:
     plan = result.plan
     kind = "SQLite" if plan.kind == "sqlite" else "PostgreSQL"
@@ -112,6 +177,16 @@ def render(result: StoreResult) -> str:
     ]
     for session in result.sessions:
         lines += [f"note: session {session.session_id!r}: {note}" for note in session.notes]
+    for session in result.sessions:
+        if session.curve:
+            lines += ["", *_curve(session)]
+    lines += ["", *_curve_legend(result)]
+    if result.storage is not None:
+        lines += ["", *_storage(result.storage)]
+    verdicts = [s for s in result.sessions if s.verdict is not None]
+    if verdicts:
+        lines.append("")
+        lines += [f"verdict: session {s.session_id!r}: {s.verdict}" for s in verdicts]
     return "\n".join(lines)
 
 
@@ -152,6 +227,8 @@ def _session_json(session: SessionResult) -> dict[str, Any]:
             {"row_id": row_id, "problem": problem} for row_id, problem in session.skipped
         ],
         "notes": list(session.notes),
+        "curve": [point.to_json() for point in session.curve],
+        "verdict": session.verdict,
     }
 
 
@@ -166,6 +243,7 @@ def to_json(result: StoreResult) -> dict[str, Any]:
             "sessions_table": plan.tables.sessions,
             "messages_table": plan.tables.messages,
             "notes": list(result.notes),
+            "storage": None if result.storage is None else result.storage.to_json(),
         },
         "settings": {
             "repeat": plan.repeat,

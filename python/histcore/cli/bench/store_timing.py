@@ -23,6 +23,7 @@ from typing import Any, TextIO, TypeVar
 from histcore.cli.bench.engine import OPERATIONS, Workload, verify
 from histcore.cli.bench.environment import Environment
 from histcore.cli.bench.reference import Reference, load_reference
+from histcore.cli.bench.store_curve import Point, Storage, storage, time_curve, verdict
 from histcore.cli.bench.store_plan import (
     BUSY_TIMEOUT,
     NEW_MESSAGE,
@@ -86,6 +87,9 @@ class SessionResult:
     #: rows histcore's session skips (not valid JSON, or not an object): (id, why)
     skipped: list[tuple[int, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the session replayed as it grew (store_curve), and what it says
+    curve: list[Point] = field(default_factory=list)
+    verdict: str | None = None
 
     def passes_total(self) -> Pair:
         def total(timings: list[Timing | None]) -> Timing | None:
@@ -106,6 +110,7 @@ class StoreResult:
     sessions: list[SessionResult] = field(default_factory=list)
     #: how the store was opened, when that was unusual (immutable)
     notes: list[str] = field(default_factory=list)
+    storage: Storage | None = None
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -489,6 +494,10 @@ def _bench_session(
     _time_passes(result, items, context.reference, plan.repeat)
     if plan.turn:
         _time_turn(context.loop, copy, result, plan.repeat)
+    if plan.sdk:
+        # The SDK's SQLiteSession on private copies: a PostgreSQL session's rows too.
+        result.curve = time_curve(session_id, rows, context.workdir, plan.repeat)
+        result.verdict = verdict(result.curve)
     progress.write("done\n")
     return result
 
@@ -518,6 +527,7 @@ class _Context:
 
 def run_benchmark(plan: Plan, progress: TextIO) -> StoreResult:
     """Check, then time every chosen session. Raises BadInput or Mismatch."""
+    wal = _wal_bytes(plan)  # before the store is opened: its readers may make a -wal
     store = open_store(plan)
     try:
         chosen = select_sessions(store, plan.sessions)
@@ -538,9 +548,22 @@ def run_benchmark(plan: Plan, progress: TextIO) -> StoreResult:
                     )
             finally:
                 context.close()
+        try:
+            result.storage = storage(store, plan.kind, plan.tables, wal)
+        except Exception as exc:  # sizes are a report's extra: a note, not a failure
+            result.notes.append(f"storage sizes could not be read: {type(exc).__name__}: {exc}")
     finally:
         store.close()
     return result
+
+
+def _wal_bytes(plan: Plan) -> int | None:
+    if plan.kind != "sqlite":
+        return None
+    try:
+        return os.path.getsize(plan.location + "-wal")
+    except OSError:
+        return 0
 
 
 def _sdk_version() -> str | None:
