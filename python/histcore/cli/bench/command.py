@@ -71,6 +71,7 @@ examples:
   histcore bench
   histcore bench --openai-agents --sizes 1000,10000
   histcore bench --huge --json bench.json --plot bench.svg
+  histcore bench --store sessions.db --plot sessions.svg
   histcore bench --sizes 1e4 --functions dedupe_keys,content_keys --backend rust"""
 
 
@@ -212,7 +213,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--plot",
         type=_plot_path,
         metavar="PATH",
-        help="also draw time against history size (log-log) to PATH, a .png or .svg file "
+        help="also draw time against history size (log-log) to PATH, a .png or .svg file; "
+        "with --store/--dsn, each session's ms per turn as it grew, plain and installed "
         "(needs matplotlib: pip install 'histcore[plot]')",
     )
     parser.add_argument(

@@ -30,6 +30,9 @@ Per session (one output line each: id, items, then):
   SDK turn (``Runner.run``, a scripted model that calls a tool, then answers) on a copy
   of the session, plain and under ``histcore.openai_agents.install()``.
 
+Then each session as it grew, a verdict per session and the store's sizes
+(``store_curve``); ``--plot`` draws the curves (``plot.store_figure``).
+
 Every result is checked first: histcore's read against the rows as stored (read again
 after it: a session a live writer changed meanwhile is read anew, and noted if it keeps
 changing), the SDK's read and prepare against histcore's, each pass against the pure
@@ -69,7 +72,12 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "your own sessions",
         "time the sessions of a store instead of generated histories; the store is only "
-        "read (--openai-agents adds an SDK turn on a copy of each session)",
+        "read (--openai-agents adds an SDK turn on a copy of each session). Then each "
+        "session is replayed as it grew (up to 20 sizes, a private copy each): ms per "
+        "turn of the SDK's read and prepare_input_with_session, plain and under install() "
+        "(~ marks a difference within the samples' spread), a verdict line per session, "
+        "and the store's bytes per table, per row and its WAL file; --plot PATH draws the "
+        "curves, --json keeps every sample",
     )
     where = group.add_mutually_exclusive_group()
     where.add_argument(
