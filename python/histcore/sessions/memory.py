@@ -148,7 +148,7 @@ class MemorySession(SessionABC):
         if not self._keep_replaced:
             raise ValueError("transcript() needs a session made with keep_replaced=True")
         with self._lock:
-            rows = [
+            rows: list[tuple[int, bytes, int, int | None]] = [
                 (seq, text, stored, None)
                 for seq, text, stored in zip(self._seqs, self._texts, self._stored, strict=True)
             ]

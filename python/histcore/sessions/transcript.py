@@ -68,9 +68,9 @@ def merge(
     """The transcript of a SQL session: its live ``(id, text)`` rows and archived
     ``(id, text, removed_revision)`` rows in id order (rows that hold no item left
     out), with the stored revisions from ``writes`` (``stored_revisions``)."""
-    rows = sorted(
-        [(row_id, text, None) for row_id, text in live] + archived, key=lambda row: row[0]
-    )
+    rows: list[tuple[int, Any, int | None]] = [(row_id, text, None) for row_id, text in live]
+    rows += archived
+    rows.sort(key=lambda row: row[0])
     with collector_paused():
         # Decoded by position: an id may repeat in a table that reuses ids.
         kept, items, _ = decode_rows([(at, row[1]) for at, row in enumerate(rows)])
