@@ -20,6 +20,7 @@ from histcore.sessions.base import (
 from histcore.sessions.memory import MemorySession
 from histcore.sessions.prepare import prepare_input_with_session, save_turn_to_session
 from histcore.sessions.sqlite import SQLiteSession
+from histcore.sessions.transcript import TranscriptEntry
 
 if TYPE_CHECKING:
     from histcore.sessions.postgres import PostgresSession as PostgresSession
@@ -32,6 +33,7 @@ __all__ = [
     "SessionABC",
     "SessionInputCallback",
     "SessionSettings",
+    "TranscriptEntry",
     "prepare_input_with_session",
     "save_turn_to_session",
 ]
