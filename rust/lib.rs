@@ -256,8 +256,9 @@ mod _core {
     ///
     /// Sorted by position, then rule. ``history`` (the stored history the input came
     /// from, or a ``StoredHistory`` of it) adds rule (e): an item stored right after a
-    /// reasoning item needs that reasoning item directly before it. Linear in the number
-    /// of items.
+    /// reasoning item needs that reasoning item directly before it; and tells rule (f)
+    /// which item a reasoning item needs directly after it (without it, rule (f) finds
+    /// only a reasoning item directly followed by another). Linear in the number of items.
     #[pyfunction]
     #[pyo3(signature = (items, *, history=None))]
     fn input_problems<'py>(
@@ -270,9 +271,10 @@ mod _core {
     /// ``items`` without the units that break the model-input rules.
     ///
     /// A unit is a reasoning run with the item it produced, or a tool call with its
-    /// outputs; it is kept or dropped whole, so no turn is split. User messages are never
-    /// dropped. Without problems the result holds the very same objects in the same order.
-    /// Linear in the number of items.
+    /// outputs; it is kept or dropped whole, so no turn is split. A reasoning item that
+    /// lost the item stored after it (rule (f)) is a unit of its own. User messages are
+    /// never dropped. Without problems the result holds the very same objects in the same
+    /// order. Linear in the number of items.
     #[pyfunction]
     #[pyo3(signature = (items, *, history=None))]
     fn repair_input<'py>(

@@ -3,7 +3,7 @@
 //! ([`repair`]), the rules of `input_problems` and `repair_input`.
 //!
 //! The binding reads each item once into a [`Facts`] through an [`ItemReader`] (see
-//! [`read`]), and a stored history's items into what rule (e) needs (see [`Stored`]),
+//! [`read`]), and a stored history's items into what rules (e) and (f) need (see [`Stored`]),
 //! their strings pushed to a [`Strings`] and then numbered (see [`number`]); everything here is plain Rust and linear in the number of items.
 
 use std::num::NonZeroU32;
@@ -200,8 +200,8 @@ fn at(position: usize) -> u32 {
     u32::try_from(position).expect("fewer than 2^32 items")
 }
 
-/// Reads what rule (e) needs of one stored item, in the order the pure twin's
-/// `_required_reasoning` reads it: its `id` only next to a reasoning item.
+/// Reads what rules (e) and (f) need of one stored item, in the order the pure twin's
+/// `StoredHistory` reads it: its `id` only next to a reasoning item.
 pub trait StoredReader {
     type Error;
     /// Whether the item's `type` is the str `"reasoning"` and it has no `role`.
@@ -210,11 +210,20 @@ pub trait StoredReader {
     fn id(&mut self, out: &mut Vec<u8>) -> Result<bool, Self::Error>;
 }
 
-/// Rule (e) read from a stored history, item by item: each item stored directly after
-/// a reasoning item, with that item's id (string push indexes until [`Required::of`]).
+/// One item stored directly after a reasoning item: their ids (string push indexes
+/// until [`Required::of`]), and whether the item is a reasoning item too.
+#[derive(Clone, Copy)]
+struct Pair {
+    item: u32,
+    reasoning: u32,
+    item_is_reasoning: bool,
+}
+
+/// Rules (e) and (f) read from a stored history, item by item: each item stored
+/// directly after a reasoning item, with that item's id.
 #[derive(Default)]
 pub struct Stored {
-    pairs: Vec<(u32, u32)>,
+    pairs: Vec<Pair>,
     /// The id of the item read last, when it is a reasoning item.
     before: Option<u32>,
 }
@@ -246,14 +255,18 @@ impl Stored {
 
     /// The next stored item: whether it is a reasoning item, and its id.
     pub fn push(&mut self, reasoning: bool, id: Option<u32>) {
-        if let (Some(needed), Some(id), false) = (self.before, id, reasoning) {
-            self.pairs.push((id, needed));
+        if let (Some(before), Some(id)) = (self.before, id) {
+            self.pairs.push(Pair {
+                item: id,
+                reasoning: before,
+                item_is_reasoning: reasoning,
+            });
         }
         self.before = id.filter(|_| reasoning);
     }
 }
 
-/// Rule (e) of a stored history read once and kept (the binding's `StoredHistory`): a
+/// Rules (e) and (f) of a stored history read once and kept (the binding's `StoredHistory`): a
 /// [`Stored`] over strings of its own, extended item by item as the history grows. Each
 /// check copies in only the strings of its pairs, instead of reading every stored item.
 #[derive(Default)]
@@ -292,7 +305,11 @@ impl KeptStored {
             .stored
             .pairs
             .iter()
-            .map(|&(item, needed)| (strings.push(own.get(item)), strings.push(own.get(needed))))
+            .map(|pair| Pair {
+                item: strings.push(own.get(pair.item)),
+                reasoning: strings.push(own.get(pair.reasoning)),
+                item_is_reasoning: pair.item_is_reasoning,
+            })
             .collect();
         Stored {
             pairs,
@@ -303,29 +320,37 @@ impl KeptStored {
 
 const NONE: u32 = u32::MAX;
 
-/// Rule (e) from the stored history: item id -> id of the reasoning item stored
-/// directly before it (the pure twin's `_required_reasoning`).
+/// Rules (e) and (f) from the stored history (the pure twin's `StoredHistory` maps).
 #[derive(Default)]
 pub struct Required {
-    /// Indexed by item id; `NONE` where nothing is required. Empty when nothing is.
+    /// Rule (e), indexed by item id: the id of the reasoning item stored directly before
+    /// it; `NONE` where nothing is required. Empty when no pair was stored.
     before: Vec<u32>,
+    /// Rule (f), indexed by reasoning item id: the id of the item stored directly after
+    /// it; `NONE` where the history does not know it. Empty when no pair was stored.
+    after: Vec<u32>,
 }
 
 impl Required {
     /// What `stored` requires, its push indexes numbered by `ids` (string ids below
-    /// `id_count`); a later pair of one item id wins, as the twin's dict does.
+    /// `id_count`); a later pair of one id wins, as the twin's dicts do.
     pub fn of(stored: &Stored, ids: &[u32], id_count: usize) -> Self {
         if stored.pairs.is_empty() {
             return Required::default();
         }
         let mut before = vec![NONE; id_count];
-        for &(item, needed) in &stored.pairs {
-            before[ids[item as usize] as usize] = ids[needed as usize];
+        let mut after = vec![NONE; id_count];
+        for pair in &stored.pairs {
+            let (item, reasoning) = (ids[pair.item as usize], ids[pair.reasoning as usize]);
+            if !pair.item_is_reasoning {
+                before[item as usize] = reasoning;
+            }
+            after[reasoning as usize] = item;
         }
-        Required { before }
+        Required { before, after }
     }
 
-    /// Nothing is required (no history, or no item stored after a reasoning item).
+    /// Nothing is known (no history, or no item stored after a reasoning item).
     pub fn is_empty(&self) -> bool {
         self.before.is_empty()
     }
@@ -333,6 +358,12 @@ impl Required {
     fn of_id(&self, id: u32) -> Option<u32> {
         let needed = *self.before.get(id as usize)?;
         (needed != NONE).then_some(needed)
+    }
+
+    /// The id of the item stored directly after the reasoning item `id`, if known.
+    fn successor_of(&self, id: u32) -> Option<u32> {
+        let successor = *self.after.get(id as usize)?;
+        (successor != NONE).then_some(successor)
     }
 }
 
@@ -345,6 +376,7 @@ pub enum Kind {
     DuplicateId,
     ReasoningWithoutItem,
     ItemWithoutReasoning,
+    ReasoningWithoutSuccessor,
 }
 
 impl Kind {
@@ -357,6 +389,7 @@ impl Kind {
             Self::DuplicateId => "duplicate_id",
             Self::ReasoningWithoutItem => "reasoning_without_item",
             Self::ItemWithoutReasoning => "item_without_reasoning",
+            Self::ReasoningWithoutSuccessor => "reasoning_without_successor",
         }
     }
 }
@@ -387,7 +420,7 @@ pub struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    /// The checker of `items` (string ids below `id_count`), with rule (e) from
+    /// The checker of `items` (string ids below `id_count`), with rules (e) and (f) from
     /// `required`.
     pub fn new(items: &'a [Facts], required: &'a Required, id_count: usize) -> Self {
         let empty = Slot {
@@ -466,6 +499,20 @@ impl<'a> Checker<'a> {
         })
     }
 
+    /// Rule (f) at the reasoning item at `position`: it is not directly followed by the
+    /// item stored after it; where the history does not know that item (no history, no
+    /// id, stored last), it is directly followed by another reasoning item.
+    fn lost_successor(&self, position: usize) -> bool {
+        let next = self.items.get(position + 1);
+        let known = self.items[position]
+            .id()
+            .and_then(|id| self.required.successor_of(id));
+        match known {
+            Some(successor) => next.is_none_or(|next| next.id() != Some(successor)),
+            None => next.is_some_and(|next| next.class == Class::Reasoning),
+        }
+    }
+
     /// Start of the trailing run of calls and reasoning (calls there await approval).
     fn trailing_start(&self) -> u32 {
         let tail = self
@@ -529,6 +576,9 @@ impl<'a> Checker<'a> {
                     report(Kind::ItemWithoutReasoning, facts.id());
                 }
             }
+            if facts.class == Class::Reasoning && self.lost_successor(position) {
+                report(Kind::ReasoningWithoutSuccessor, facts.id());
+            }
         }
         found
     }
@@ -590,8 +640,9 @@ impl Groups {
 }
 
 impl Checker<'_> {
-    /// The root of every position's unit: a reasoning run with the item it produced, a
-    /// call with the outputs of its pair (the pure twin's `_units`).
+    /// The root of every position's unit: a reasoning run with the item it produced (a
+    /// reasoning item that breaks rule (f) not joined to the item after it), a call with
+    /// the outputs of its pair (the pure twin's `_units`).
     fn unit_roots(&self) -> Vec<u32> {
         let length = at(self.items.len());
         let mut forest = Forest((0..length).collect());
@@ -600,7 +651,7 @@ impl Checker<'_> {
                 pair[1].class,
                 Class::Reasoning | Class::Call | Class::Produced
             );
-            if pair[0].class == Class::Reasoning && produced {
+            if pair[0].class == Class::Reasoning && produced && !self.lost_successor(position) {
                 forest.union(at(position), at(position + 1));
             }
         }
@@ -628,9 +679,9 @@ impl Checker<'_> {
 /// The pure twin checks the whole list again after each round of drops. Here round one
 /// is the same, and the later rounds are followed incrementally, so that a chain of
 /// rounds stays linear. That is exact because units are kept or dropped whole: a kept
-/// reasoning item keeps the item after it, a kept pair keeps its first call and last
-/// output, so rules (a), (c) and (d) never break anew and the units of the kept items do
-/// not change. Two rules can: (e), at an item whose reasoning went in round one (only
+/// reasoning item keeps the item after it (it broke neither (d) nor (f), so it is joined
+/// to it), a kept pair keeps its first call and last output, so rules (a), (c), (d) and
+/// (f) never break anew and the units of the kept items do not change. Two rules can: (e), at an item whose reasoning went in round one (only
 /// then: a kept reasoning item keeps its unit), and (b), at a program call whose issued
 /// items all went (followed per program until no call loses its exemption).
 pub fn repair(items: &[Facts], required: &Required, id_count: usize) -> Vec<usize> {
@@ -982,6 +1033,48 @@ mod tests {
         // Round one drops the reasoning run and the item lacking its reasoning; the
         // output then lacks its reasoning too (round two).
         assert_eq!(repair(&items, &required, ID_COUNT), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_reasoning_item_that_lost_its_stored_successor_goes_alone() {
+        // Stored [rs_1, fc_1, out_1, rs_2, msg_2]; a filter removed the call and output.
+        let history = [
+            with_id(Class::Reasoning, 7),
+            with_id(Class::Call, 8),
+            item(Class::Output),
+            with_id(Class::Reasoning, 9),
+            with_id(Class::Produced, 10),
+        ];
+        let items = [
+            with_id(Class::Reasoning, 7),
+            with_id(Class::Reasoning, 9),
+            with_id(Class::Produced, 10),
+        ];
+        for required in [required_of(&history), Required::default()] {
+            assert_eq!(
+                kinds(&items, &required),
+                [(0, "reasoning_without_successor")]
+            );
+            assert_eq!(repair(&items, &required, ID_COUNT), [1, 2]);
+        }
+        // Known, the successor must be the very item after it; at the end it is missing.
+        let required = required_of(&history);
+        assert_eq!(
+            kinds(&items[..1], &required),
+            [
+                (0, "reasoning_without_item"),
+                (0, "reasoning_without_successor")
+            ]
+        );
+        let swapped = [with_id(Class::Reasoning, 9), with_id(Class::Produced, 12)];
+        assert_eq!(
+            kinds(&swapped, &required),
+            [(0, "reasoning_without_successor")]
+        );
+        assert_eq!(repair(&swapped, &required, ID_COUNT), [1]);
+        // A stored run is whole: the history knows the first item's successor.
+        let run = [with_id(Class::Reasoning, 7), with_id(Class::Reasoning, 9)];
+        assert_eq!(kinds(&[run[0], run[1], items[2]], &required_of(&run)), []);
     }
 
     #[test]

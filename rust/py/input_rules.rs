@@ -181,7 +181,7 @@ impl<'py> HistoryArg<'py> {
     }
 }
 
-/// Hand each of `items` to `read` as rule (e) reads it (`None` for an item that is not
+/// Hand each of `items` to `read` as rules (e) and (f) read it (`None` for an item that is not
 /// a dict), as the twin's `StoredHistory` reads it.
 fn read_stored<'py>(
     reader: &mut Reader<'py>,
@@ -203,12 +203,12 @@ fn read_stored<'py>(
     Ok(())
 }
 
-/// Rule (e) of a stored history, read once: pass it as ``history`` to
+/// Rules (e) and (f) of a stored history, read once: pass it as ``history`` to
 /// ``input_problems`` and ``repair_input`` in place of the items, and ``extend`` it as
 /// the store grows.
 ///
-/// Reads only what rule (e) needs: each item's ``type`` (its ``role`` when the type is
-/// ``reasoning``), and the ``id`` of a reasoning item and of the item after it.
+/// Reads only what those rules need: each item's ``type`` (its ``role`` when the type
+/// is ``reasoning``), and the ``id`` of a reasoning item and of the item after it.
 #[pyclass(module = "histcore._core")]
 #[derive(Default)]
 pub struct StoredHistory {
@@ -267,6 +267,7 @@ fn problem_tuple<'py>(
         Kind::DuplicateId => intern!(py, "duplicate_id"),
         Kind::ReasoningWithoutItem => intern!(py, "reasoning_without_item"),
         Kind::ItemWithoutReasoning => intern!(py, "item_without_reasoning"),
+        Kind::ReasoningWithoutSuccessor => intern!(py, "reasoning_without_successor"),
     };
     let position = problem.position.into_bound_py_any(py)?;
     Ok(PyTuple::new(py, [position, kind.clone().into_any(), detail])?.into_any())
@@ -358,7 +359,7 @@ impl<'py> FactReader<'py> {
         input_rules::read(&mut fields, &mut self.strings, &mut self.key).map(Some)
     }
 
-    /// What rule (e) needs of a stored history: read from a list, or copied from a
+    /// What rules (e) and (f) need of a stored history: read from a list, or copied from a
     /// [`StoredHistory`] that read it before.
     fn stored(&mut self, history: &HistoryArg<'py>) -> PyResult<Stored> {
         match history {
@@ -516,7 +517,7 @@ impl ItemReader for Fields<'_, '_> {
     }
 }
 
-/// Rule (e)'s reading of a stored item, as the twin's `_required_reasoning` reads it.
+/// Rules (e) and (f)'s reading of a stored item, as the twin's `StoredHistory` reads it.
 impl StoredReader for Fields<'_, '_> {
     type Error = PyErr;
 

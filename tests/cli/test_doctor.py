@@ -131,6 +131,7 @@ PROBLEM_KEYS = [
     "duplicate_id",
     "reasoning_without_item",
     "item_without_reasoning",
+    "reasoning_without_successor",
 ]
 
 

@@ -176,7 +176,8 @@ DAMAGE = {
     ),
     "item_without_reasoning": Damage(
         # The call fc_1 was stored again after reasoning rs_2: the dedupe keeps it at its
-        # first place, behind rs_1, which is not the reasoning it was produced with.
+        # first place, behind rs_1, which is not the reasoning it was produced with; rs_2
+        # is then followed by msg_1, not by fc_1, stored after it: rs_2 goes too.
         [
             user("q"),
             reasoning("rs_1"),
@@ -188,8 +189,8 @@ DAMAGE = {
         ],
         "item_without_reasoning",
         1,
-        [user("q"), reasoning("rs_2"), with_id(answer("a"), "msg_1")],
-        also={"duplicate_calls": 1},
+        [user("q"), with_id(answer("a"), "msg_1")],
+        also={"duplicate_calls": 1, "reasoning_without_successor": 1},
     ),
 }
 

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.engine.test_input_rules import LOG, ODD_CASES, RAISING_CASES, Loud, reasoning_histories
+from tests.engine.test_input_rules import (
+    LOG,
+    ODD_CASES,
+    RAISING_CASES,
+    Loud,
+    reasoning_histories,
+    without_tools,
+)
 from tests.support.examples import examples
 from tests.support.strategies import histories, history_items, sdk_histories
 
@@ -106,6 +113,19 @@ def test_a_window_of_the_history_answers_as_the_composition(
     start = data.draw(st.integers(0, len(history)))
     items = [*history[start:], *data.draw(st.lists(history_items(with_models=False), max_size=4))]
     _assert_composes(pure, core, items, history)
+
+
+@PROPERTY
+@given(data=st.data())
+def test_a_filtered_history_answers_as_the_composition(
+    pure: ModuleType, core: ModuleType, data: st.DataObject
+) -> None:
+    # What a filter removing tool calls and outputs leaves (reasoning items that lost
+    # their successor, rule (f)), repeated as a retry would, with and without the history.
+    history = data.draw(reasoning_histories())
+    items = data.draw(repeated(st.just(without_tools(history))))
+    _assert_composes(pure, core, items, history)
+    _assert_composes(pure, core, items, None)
 
 
 @pytest.mark.parametrize("case", ODD_CASES.values(), ids=ODD_CASES.keys())

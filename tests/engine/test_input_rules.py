@@ -2,7 +2,8 @@
 
 Histories of reasoning models (reasoning runs before calls and messages, parallel
 calls, programs, calls paused for approval) are cut by random windows and edited the
-way session callbacks do (slice, drop, reorder, repeat). Then: the repair leaves no
+way session callbacks do (slice, drop, reorder, repeat) and the way a
+``call_model_input_filter`` does (every tool call and output removed). Then: the repair leaves no
 problem, a valid list comes back as the same objects, nothing outside a broken unit
 is dropped, and the engines agree, exceptions included.
 """
@@ -84,16 +85,29 @@ def reasoning_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     return items
 
 
+_TOOL_TYPES = frozenset(
+    {"function_call", "function_call_output", "program", "program_output", "web_search_call"}
+)
+
+
+def without_tools(items: list[Any]) -> list[Any]:
+    """What a ``call_model_input_filter`` that removes tool calls and outputs keeps."""
+    return [item for item in items if item.get("type") not in _TOOL_TYPES]
+
+
 @st.composite
 def edited(draw: st.DrawFn) -> tuple[list[Any], list[Any]]:
-    """(stored history, model input cut from it by a window and callback edits)."""
+    """(stored history, model input cut from it by a window, callback and filter edits)."""
     history = draw(reasoning_histories())
     items = history[-draw(st.integers(1, len(history))) :]
-    for edit in draw(st.lists(st.sampled_from(["slice", "drop", "swap", "repeat"]), max_size=3)):
+    edits = ["slice", "drop", "swap", "repeat", "filter"]
+    for edit in draw(st.lists(st.sampled_from(edits), max_size=3)):
         if not items:
             break
         at = draw(st.integers(0, len(items) - 1))
-        if edit == "slice":
+        if edit == "filter":
+            items = without_tools(items)
+        elif edit == "slice":
             items = items[at:]
         elif edit == "drop":
             items = items[:at] + items[at + 1 :]
@@ -143,7 +157,7 @@ def test_exactly_the_broken_units_are_dropped(
     history, items = case
     stored = history if with_history else None
     problems = input_rules.input_problems(items, history=stored)
-    roots, _ = input_rules.unit_roots(items)
+    roots = input_rules.repair_unit_roots(items, history=stored)
     broken = {roots[position] for position, _, _ in problems}
 
     def droppable(position: int) -> bool:
@@ -176,6 +190,50 @@ def test_engines_agree(
     assert core.input_problems(items, history=stored) == pure.input_problems(items, history=stored)
     assert positions(core.repair_input(items, history=stored), items) == positions(
         pure.repair_input(items, history=stored), items
+    )
+
+
+@PROPERTY
+@given(history=reasoning_histories(), with_history=st.booleans())
+def test_a_filter_that_removes_tools_costs_only_reasoning(
+    engine: ModuleType, history: list[Any], with_history: bool
+) -> None:
+    # Rule (f): what the filter left of a turn loses only the reasoning items whose
+    # successor it removed. With the history, every kept reasoning item is directly
+    # followed by the very item stored after it.
+    items = without_tools(history)
+    stored = history if with_history else None
+    repaired = engine.repair_input(items, history=stored)
+    assert engine.input_problems(repaired, history=stored) == []
+    kept = {id(item) for item in repaired}
+    assert all(item["type"] == "reasoning" for item in items if id(item) not in kept)
+    if with_history:
+        after = {id(item): history[at + 1] for at, item in enumerate(history[:-1])}
+        for item, following in zip(repaired, [*repaired[1:], None], strict=True):
+            if item.get("type") == "reasoning":
+                assert following is after[id(item)]
+
+
+def test_the_filtered_example(engine: ModuleType) -> None:
+    # Stored [rs_1, fc_1, out_1, rs_2, msg_2], sent as [rs_1, rs_2, msg_2]: rs_1 lost the
+    # call stored after it, with or without the history (then: reasoning follows it).
+    stored: list[Any] = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        {"type": "reasoning", "id": "rs_2", "summary": []},
+        {"type": "message", "role": "assistant", "id": "msg_2", "content": []},
+    ]
+    items = [stored[0], stored[3], stored[4]]
+    for history in (None, stored, engine.StoredHistory(stored)):
+        expected = [(0, "reasoning_without_successor", "rs_1")]
+        assert engine.input_problems(items, history=history) == expected
+        assert positions(engine.repair_input(items, history=history), items) == [1, 2]
+    (problem,) = public.input_problems(items)
+    assert (problem.rule, problem.message) == (
+        "f",
+        "input[0]: reasoning item 'rs_1' is not directly followed by the item stored after it"
+        " (without a history that knows it: is followed by another reasoning item)",
     )
 
 

@@ -81,14 +81,15 @@ alphabet_items = st.builds(
 def loop_repair(items: list[Any], history: list[Any] | None) -> tuple[list[Any], int]:
     """The rule as written: drop every unit holding a fixable problem (never a user
     message), check the whole list again, until none is left; and how many rounds."""
-    required = input_rules._required_reasoning(history)
+    stored = input_rules._read_history(history)
     current = list(items)
     for round_count in range(len(items) + 1):
         facts = input_rules._Facts(current)
-        problems = input_rules._fixable(facts, input_rules._problems(facts, required))
+        lost = input_rules._lost_successors(facts, stored._successor)
+        problems = input_rules._fixable(facts, input_rules._problems(facts, stored._required, lost))
         if not problems:
             return current, round_count
-        roots, _ = input_rules.unit_roots(current)
+        roots = input_rules.repair_unit_roots(current, history=stored)
         broken = {roots[position] for position, _, _ in problems}
         current = [
             item

@@ -113,6 +113,22 @@ async def test_a_turn_never_stores_what_would_break_the_rules() -> None:
     assert input_problems(await session.get_items()) == []
 
 
+async def test_a_turn_stores_its_reasoning_run_whole() -> None:
+    # The turn is its own stored history: each reasoning item is followed by the item
+    # stored after it, so rule (f), which finds a reasoning item followed by another
+    # when no history says otherwise, drops nothing from it.
+    session = MemorySession()
+    run = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "reasoning", "id": "rs_2", "summary": []},
+        call("c1") | {"id": "fc_1"},
+        output("c1"),
+    ]
+    assert await save_turn_to_session(session, [user("q")], run) == [user("q"), *run]
+    stored = await session.get_items()
+    assert input_problems(stored, history=stored) == []
+
+
 async def test_items_are_normalised_and_the_session_gets_copies() -> None:
     session = MemorySession()
     tagged = dict(call("c1"), _agents_tool_description="d")

@@ -27,8 +27,8 @@ __all__ = [
 if TYPE_CHECKING:
     from histcore._core import StoredHistory
 else:
-    #: Rule (e) of a stored history read once (the loaded engine's): pass it as
-    #: ``history`` in place of the items, and ``extend`` it as the store grows.
+    #: Rules (e) and (f) of a stored history read once (the loaded engine's): pass it
+    #: as ``history`` in place of the items, and ``extend`` it as the store grows.
     StoredHistory = backend_module.StoredHistory
 
 _MESSAGES = {
@@ -40,11 +40,15 @@ _MESSAGES = {
     "item_without_reasoning": (
         "item {detail!r} was stored right after a reasoning item that is not directly before it"
     ),
+    "reasoning_without_successor": (
+        "reasoning item {detail!r} is not directly followed by the item stored after it"
+        " (without a history that knows it: is followed by another reasoning item)"
+    ),
 }
 
 
 class InputProblem(NamedTuple):
-    """One broken rule: where, which rule (``"a"`` to ``"e"``), which kind, and why."""
+    """One broken rule: where, which rule (``"a"`` to ``"f"``), which kind, and why."""
 
     position: int
     rule: str
@@ -60,7 +64,8 @@ def input_problems(
     """Every way ``items`` would make the Responses API reject a request.
 
     Sorted by position, then rule. With the stored ``history`` the input came from,
-    rule (e) applies too. Linear in the number of items.
+    rule (e) applies too, and rule (f) knows each stored reasoning item's successor.
+    Linear in the number of items.
     """
     return [
         InputProblem(
@@ -80,8 +85,9 @@ def repair_input(
     """``items`` without the units that break the rules: a list ``input_problems``
     finds clean (duplicate ids between user messages aside: those are never dropped).
 
-    A unit is a reasoning run with the item it produced, or a tool call with its
-    outputs: kept whole or dropped whole, never split. User messages stay. A list
+    A unit is a reasoning run with the item it produced (a reasoning item that lost
+    the item stored after it stands alone), or a tool call with its outputs: kept whole
+    or dropped whole, never split. User messages stay. A list
     without problems comes back with the very same objects in the same order.
     """
     result: list[Any] = backend_module.repair_input(items, history=history)

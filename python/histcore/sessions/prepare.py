@@ -216,7 +216,9 @@ async def _storable(session: Session, items: list[Any]) -> list[Any]:
     outputs whose call is neither in the turn nor stored, reasoning without the item it
     produced, repeated ids, each with its unit. Calls still waiting for an output stay:
     a resume completes them."""
-    problems = [p for p in input_problems(items) if p.rule != "b"]
+    # Rule (f) does not apply: the turn is its own stored history, every reasoning item
+    # followed by the item it produced (a reasoning run included).
+    problems = [p for p in input_problems(items) if p.rule not in ("b", "f")]
     if not problems:
         return items
     orphans = {p.position for p in problems if p.kind == "output_without_call"}

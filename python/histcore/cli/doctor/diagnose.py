@@ -9,9 +9,11 @@ On the items: tool outputs stored before their call, and duplicate tool calls an
 outputs (what the dedupe step of a repair collapses, ``dedupe.py``). Then the engine's
 model-input checker (``histcore.items.input_problems``) runs over the items as that
 dedupe leaves them, with the stored items as ``history``: outputs without a call,
-calls without an output, duplicate ids, reasoning items without the item they produced
-and items without their reasoning item. A call at the end that awaits its output (a
-run paused for approval) is reported as information, not as a problem.
+calls without an output, duplicate ids, reasoning items without the item they produced,
+items without their reasoning item, and reasoning items not directly followed by the
+item stored after them (the dedupe moved or collapsed it). A call at the end that
+awaits its output (a run paused for approval) is reported as information, not as a
+problem.
 
 The items here are the rows' stand-ins (``facts.py``): the fields every one of these
 rules reads, and nothing else of the item.
@@ -37,6 +39,7 @@ UNIT_KINDS = {
     "duplicate_id": "duplicate_id",
     "reasoning_without_item": "reasoning_without_item",
     "item_without_reasoning": "item_without_reasoning",
+    "reasoning_without_successor": "reasoning_without_successor",
 }
 #: The one kind that is information: a call paused for approval, awaiting its output.
 AWAITING = "call_awaiting_output"
@@ -81,6 +84,7 @@ class Findings:
             "duplicate_id": spots["duplicate_id"],
             "reasoning_without_item": spots["reasoning_without_item"],
             "item_without_reasoning": spots["item_without_reasoning"],
+            "reasoning_without_successor": spots["reasoning_without_successor"],
         }
 
     def info(self) -> dict[str, int]:

@@ -36,6 +36,10 @@ _LABELS = {
         "item without its reasoning item",
         "items without their reasoning item",
     ),
+    "reasoning_without_successor": (
+        "reasoning item without the item stored after it",
+        "reasoning items without the item stored after them",
+    ),
     AWAITING: (
         "call awaiting its output (paused for approval: kept)",
         "calls awaiting their output (paused for approval: kept)",
@@ -48,6 +52,7 @@ _UNIT_DETAIL = {
     "duplicate_id": "duplicate id",
     "reasoning_without_item": "reasoning without its item",
     "item_without_reasoning": "item without its reasoning",
+    "reasoning_without_successor": "reasoning without the item stored after it",
     AWAITING: "awaiting its output",
 }
 _WITHOUT_SESSION = {

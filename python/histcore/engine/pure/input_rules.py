@@ -6,10 +6,11 @@ pass each. A problem is ``(position, kind, detail)``: ``kind`` names the rule br
 and ``detail`` is the ``call_id`` or item id concerned (or None);
 ``histcore.engine.items`` turns these into ``InputProblem`` values with messages.
 
-The repair works on *units*: a reasoning run together with the item it produced, and
-a tool call together with its outputs. A unit is kept whole or dropped whole, user
-messages are never dropped, and a list without problems comes back with the very same
-objects in the same order.
+The repair works on *units*: a reasoning run together with the item it produced (a
+reasoning item that lost its stored successor, rule (f), stands alone), and a tool call
+together with its outputs. A unit is kept whole or dropped whole, user messages are
+never dropped, and a list without problems comes back with the very same objects in
+the same order.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "StoredHistory",
     "input_problems",
     "repair_input",
+    "repair_unit_roots",
     "unit_roots",
 ]
 
@@ -42,6 +44,7 @@ PROBLEM_KINDS = {
     "duplicate_id": "c",
     "reasoning_without_item": "d",
     "item_without_reasoning": "e",
+    "reasoning_without_successor": "f",
 }
 
 # Items the user side supplies: a reasoning item never produced one of these.
@@ -170,18 +173,20 @@ def _trailing_start(facts: _Facts) -> int:
 
 
 class StoredHistory:
-    """Rule (e) of a stored history, read once: pass it as ``history`` to
+    """Rules (e) and (f) of a stored history, read once: pass it as ``history`` to
     ``input_problems`` and ``repair_input`` in place of the items, and ``extend`` it as
     the store grows.
 
-    Reads only what rule (e) needs: each item's ``type`` (its ``role`` when the type is
-    ``reasoning``), and the ``id`` of a reasoning item and of the item after it."""
+    Reads only what those rules need: each item's ``type`` (its ``role`` when the type
+    is ``reasoning``), and the ``id`` of a reasoning item and of the item after it."""
 
-    __slots__ = ("_before", "_count", "_required")
+    __slots__ = ("_before", "_count", "_required", "_successor")
 
     def __init__(self, items: Iterable[Any] | None = None) -> None:
-        #: item id -> id of the reasoning item stored directly before it
+        #: item id -> id of the reasoning item stored directly before it (rule (e))
         self._required: dict[str, str] = {}
+        #: reasoning item id -> id of the item stored directly after it (rule (f))
+        self._successor: dict[str, str] = {}
         self._before: str | None = None  # the id of the item read last, when reasoning
         self._count = 0
         if items is not None:
@@ -206,8 +211,10 @@ class StoredHistory:
             if payload is not None and (reasoning or self._before is not None):
                 item_id = _text(dict.get(payload, "id"))
                 item_id = None if item_id == FAKE_ID else item_id
-            if self._before is not None and item_id is not None and not reasoning:
-                self._required[item_id] = self._before
+            if self._before is not None and item_id is not None:
+                self._successor[self._before] = item_id
+                if not reasoning:
+                    self._required[item_id] = self._before
             self._before = item_id if reasoning else None
             self._count += 1
 
@@ -219,15 +226,34 @@ def _stored(history: Any) -> list[Any] | StoredHistory | None:
     return _as_list(history, "history")
 
 
-def _required_reasoning(stored: list[Any] | StoredHistory | None) -> dict[str, str]:
-    """item id -> id of the reasoning item stored directly before it (rule (e))."""
-    if stored is None:
-        return {}
+def _read_history(stored: list[Any] | StoredHistory | None) -> StoredHistory:
+    """What rules (e) and (f) read of the stored history (nothing without one)."""
     if isinstance(stored, StoredHistory):
-        return stored._required
+        return stored
     kept = StoredHistory()
-    kept._read(stored)
-    return kept._required
+    if stored is not None:
+        kept._read(stored)
+    return kept
+
+
+def _lost_successors(facts: _Facts, successor: dict[str, str]) -> set[int]:
+    """Positions breaking rule (f): a reasoning item not directly followed by the item
+    stored after it; where the history does not know that item (no history, no id,
+    stored last), one directly followed by another reasoning item."""
+    kinds, ids = facts.kinds, facts.ids
+    length = len(kinds)
+    lost: set[int] = set()
+    for position in [at for at, kind in enumerate(kinds) if kind == _REASONING]:
+        item_id = ids[position]
+        known = successor.get(item_id) if item_id is not None else None
+        after = position + 1
+        if known is not None:
+            gone = after == length or ids[after] != known
+        else:
+            gone = after < length and kinds[after] == _REASONING
+        if gone:
+            lost.add(position)
+    return lost
 
 
 def _pair_problems(facts: _Facts, exempt: list[bool], out: list[Problem]) -> None:
@@ -244,7 +270,7 @@ def _pair_problems(facts: _Facts, exempt: list[bool], out: list[Problem]) -> Non
             out.append((position, kind, pair[1]))
 
 
-def _reasoning_problems(facts: _Facts, out: list[Problem]) -> None:
+def _reasoning_problems(facts: _Facts, lost: set[int], out: list[Problem]) -> None:
     kinds = facts.kinds
     length = len(kinds)
     position = 0
@@ -260,6 +286,7 @@ def _reasoning_problems(facts: _Facts, out: list[Problem]) -> None:
                 (index, "reasoning_without_item", facts.ids[index])
                 for index in range(start, position)
             )
+    out.extend((position, "reasoning_without_successor", facts.ids[position]) for position in lost)
 
 
 def _lacks_reasoning(
@@ -294,11 +321,11 @@ def _id_problems(facts: _Facts, out: list[Problem]) -> None:
             seen.add(item_id)
 
 
-def _problems(facts: _Facts, required: dict[str, str]) -> list[Problem]:
+def _problems(facts: _Facts, required: dict[str, str], lost: set[int]) -> list[Problem]:
     found: list[Problem] = []
     _pair_problems(facts, _exempt_calls(facts), found)
     _id_problems(facts, found)
-    _reasoning_problems(facts, found)
+    _reasoning_problems(facts, lost, found)
     _history_problems(facts, required, found)
     found.sort(key=lambda problem: (problem[0], PROBLEM_KINDS[problem[1]]))
     return found
@@ -311,12 +338,15 @@ def input_problems(
 
     Sorted by position, then rule. ``history`` (the stored history the input came
     from, or a ``StoredHistory`` of it) adds rule (e): an item stored right after a
-    reasoning item needs that reasoning item directly before it. Linear in the number
-    of items.
+    reasoning item needs that reasoning item directly before it; and tells rule (f)
+    which item a reasoning item needs directly after it (without it, rule (f) finds
+    only a reasoning item directly followed by another). Linear in the number of items.
     """
     items = _as_list(items, "items")
     stored = _stored(history)
-    return _problems(_Facts(items), _required_reasoning(stored))
+    facts = _Facts(items)  # the items are read before the history (the Rust engine too)
+    kept = _read_history(stored)
+    return _problems(facts, kept._required, _lost_successors(facts, kept._successor))
 
 
 # --- repair ------------------------------------------------------------------------
@@ -337,12 +367,18 @@ def _union(parent: list[int], first: int, second: int) -> None:
         parent[max(first, second)] = min(first, second)
 
 
-def _units(facts: _Facts) -> list[int]:
-    """A union-find forest over positions: reasoning run + produced item, call + outputs."""
+def _units(facts: _Facts, lost: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """A union-find forest over positions: reasoning run + produced item, call + outputs.
+    A reasoning item at a position in ``lost`` (rule (f)) is not joined to the item
+    after it."""
     kinds = facts.kinds
     parent = list(range(len(kinds)))
     for position in range(1, len(kinds)):
-        if kinds[position - 1] == _REASONING and kinds[position] in (_REASONING, _CALL, _PRODUCED):
+        if (
+            kinds[position - 1] == _REASONING
+            and kinds[position] in (_REASONING, _CALL, _PRODUCED)
+            and position - 1 not in lost
+        ):
             _union(parent, position - 1, position)
     first_call, last_output = _pair_bounds(facts)
     anchor: dict[tuple[str, str], int] = {}
@@ -361,7 +397,8 @@ def _units(facts: _Facts) -> list[int]:
 
 def unit_roots(items: list[Any]) -> tuple[list[int], list[int]]:
     """For each position, the first position of its unit; and the positions of outputs
-    with no call before them (their unit may start before ``items``)."""
+    with no call before them (their unit may start before ``items``). For windows and
+    stored turns, which are their own stored history: a reasoning run stays whole."""
     facts = _Facts(items)
     parent = _units(facts)
     first_call, _ = _pair_bounds(facts)
@@ -373,6 +410,16 @@ def unit_roots(items: list[Any]) -> tuple[list[int], list[int]]:
         and first_call.get(pair, position) >= position
     ]
     return [_find(parent, position) for position in range(len(parent))], orphans
+
+
+def repair_unit_roots(
+    items: list[Any], *, history: Iterable[Any] | StoredHistory | None = None
+) -> list[int]:
+    """For each position, the first position of its unit as ``repair_input`` forms
+    them: a reasoning item that breaks rule (f) is not joined to the item after it."""
+    facts = _Facts(items)
+    parent = _units(facts, _lost_successors(facts, _read_history(_stored(history))._successor))
+    return [_find(parent, position) for position in range(len(parent))]
 
 
 def _fixable(facts: _Facts, problems: list[Problem]) -> list[Problem]:
@@ -465,24 +512,27 @@ def repair_input(
     """``items`` without the units that break the model-input rules.
 
     A unit is a reasoning run with the item it produced, or a tool call with its
-    outputs; it is kept or dropped whole, so no turn is split. User messages are never
-    dropped. Without problems the result holds the very same objects in the same order.
-    Linear in the number of items.
+    outputs; it is kept or dropped whole, so no turn is split. A reasoning item that
+    lost the item stored after it (rule (f)) is a unit of its own. User messages are
+    never dropped. Without problems the result holds the very same objects in the same
+    order. Linear in the number of items.
     """
     current = list(_as_list(items, "items"))
-    required = _required_reasoning(_stored(history))
+    kept = _read_history(_stored(history))
+    required = kept._required
     facts = _Facts(current)
-    problems = _fixable(facts, _problems(facts, required))
+    lost = _lost_successors(facts, kept._successor)
+    problems = _fixable(facts, _problems(facts, required, lost))
     if not problems:
         return current
     # Round one drops the units holding a problem. The rounds after it are followed
     # incrementally, so that a chain of rounds stays linear. That is exact because units
-    # are kept or dropped whole: a kept reasoning item keeps the item after it, a kept
-    # pair keeps its first call and last output, so rules (a), (c) and (d) never break
-    # anew and the units of the kept items do not change. Two rules can: (e), at an
-    # item whose reasoning went in round one, and (b), at a program call whose issued
-    # items all went.
-    parent = _units(facts)
+    # are kept or dropped whole: a kept reasoning item keeps the item after it (it broke
+    # neither (d) nor (f), so it is joined to it), a kept pair keeps its first call and
+    # last output, so rules (a), (c), (d) and (f) never break anew and the units of the
+    # kept items do not change. Two rules can: (e), at an item whose reasoning went in
+    # round one, and (b), at a program call whose issued items all went.
+    parent = _units(facts, lost)
     roots = [_find(parent, position) for position in range(len(current))]
     broken = {roots[position] for position, _, _ in problems}
     dropped = [
