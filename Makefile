@@ -5,7 +5,7 @@
 PYTHON ?= python
 BACKENDS ?= rust python
 
-.PHONY: help clean-so build-dev build-prod test test-rust test-python lint fmt bench vectors ci ci-quick clean
+.PHONY: help clean-so build-dev build-prod test test-rust test-python lint fmt bench vectors ci ci-full ci-quick clean
 
 help:
 	@echo "build-dev    debug build of the Rust engine into the venv (maturin develop), with the extras"
@@ -16,7 +16,8 @@ help:
 	@echo "fmt          apply cargo fmt and ruff format"
 	@echo "bench        histcore bench and the pytest-benchmark suites (release build first)"
 	@echo "vectors      cargo test and the pytest golden-vector tests"
-	@echo "ci           the whole CI run from scratch (bash .ci/run)"
+	@echo "ci           the CI run from scratch, within 30 minutes (bash .ci/run)"
+	@echo "ci-full      every step of CI at full size, as before a release (bash .ci/run --full)"
 	@echo "ci-quick     lint, cargo test and both engines' suites on a debug build (bash .ci/run --quick)"
 
 # Stale extension modules from earlier editable builds could shadow the new one.
@@ -57,6 +58,9 @@ bench:
 
 ci:
 	bash .ci/run
+
+ci-full:
+	bash .ci/run --full
 
 ci-quick:
 	bash .ci/run --quick

@@ -141,7 +141,7 @@ def check_publish(workflow: dict[str, Any], jobs: dict[str, Any]) -> None:
         f"publish: only on a pushed version tag ({condition})",
     )
     check(
-        set(publish.get("needs") or []) >= {"wheels", "sdist", "pure", "check", "lint"},
+        set(publish.get("needs") or []) >= {"wheels", "sdist", "pure", "check", "lint", "full-ci"},
         f"publish: after every build and check ({publish.get('needs')})",
     )
     check(
@@ -156,6 +156,10 @@ def check_publish(workflow: dict[str, Any], jobs: dict[str, Any]) -> None:
     top = workflow.get("permissions") or {}
     check(top == {"contents": "read"}, f"workflow permissions default to read ({top})")
     check("scripts/check_dist.py --release" in runs(jobs.get("check", {})), "check job")
+    check(
+        "bash .ci/run --full" in runs(jobs.get("full-ci", {})),
+        "full-ci: runs every step of CI (bash .ci/run --full) before publishing",
+    )
 
 
 def shellcheck(jobs: dict[str, Any]) -> None:

@@ -1,37 +1,51 @@
 #!/usr/bin/env bash
 # The OpenAI Agents SDK's own test suite, plain and with histcore's drop-in installed.
 #
-#   scripts/sdk-suite.sh [--python-backend=VERSION]... VERSION...   compare (CI runs this)
-#   scripts/sdk-suite.sh --regenerate-list VERSION...   rewrite the lists of tests
+#   scripts/sdk-suite.sh VERSION[:RUN,RUN...]...          compare (CI runs this)
+#   scripts/sdk-suite.sh --write-expected VERSION...      rewrite the plain outcomes kept
+#   scripts/sdk-suite.sh --regenerate-list VERSION...     rewrite the lists of tests
 #
-# VERSION is a release of openai-agents (0.24.0) or X.Y.x for the newest X.Y patch.
-# For each one:
+# VERSION is a release of openai-agents (0.24.0) or X.Y.x for the newest X.Y patch. RUN
+# names a run of that release (default plain,installed,guard):
 #
-#  1. pip downloads the release's sdist from PyPI (it holds tests/ and uv.lock);
+#   plain                  the listed tests (by id: those that reach a helper install()
+#                          replaces), without histcore
+#   installed              the listed tests, `--histcore-install` (install() before
+#                          collection), counting the calls that took histcore's own path
+#                          (HISTCORE_DROPIN_COUNTS, histcore.openai_agents._path_counts)
+#   installed-python       as installed, on the pure-Python engine (HISTCORE_BACKEND=python)
+#   guard                  the listed tests, `--histcore-guard` (install(guard=True)),
+#                          noting per test whether the guard repaired a model input
+#   plain-session          every test of the listed files, as one pytest session: how a
+#                          user's suite runs them
+#   guard-session          every test of the listed files with the guard, one session, on
+#                          the Rust engine; guard-session-python on the pure one
+#
+# For each release:
+#  1. pip downloads its sdist from PyPI (it holds tests/ and uv.lock);
 #  2. a fresh venv gets the test dependencies exactly as the sdist's uv.lock pins them
 #     (`uv export --frozen --group dev --all-extras`, uv itself from PyPI), the release
 #     itself built from that sdist, and histcore (HISTCORE_WHEEL: a wheel, or a source
 #     tree built here; default the checkout);
-#  3. the tests listed in scripts/sdk_suite/lists/VERSION.txt (by id: those that reach a
-#     helper install() replaces) run, $SDK_SUITE_PARALLEL runs at once, each in its own
-#     copy of the sdist tree with its own TMPDIR:
-#       plain;
-#       installed: `-p histcore_sdk_plugin --histcore-install` (install() before
-#         collection), counting the calls that took histcore's own path
-#         (HISTCORE_DROPIN_COUNTS, histcore.openai_agents._path_counts);
-#       guard: `--histcore-guard` (install(guard=True)), noting per test whether the
-#         guard repaired a model input and which rules made it drop;
-#       installed-python (for a VERSION named by --python-backend=): as installed, on
-#         the pure-Python engine (HISTCORE_BACKEND=python).
-#     The plugin writes each test's outcome. Every run is compared with the plain run,
-#     once: any changed outcome fails, except a guard-run change in a test where the
-#     guard repaired an input (printed with its rules) and a test in
-#     scripts/sdk_suite/flaky.txt (seen to flake without histcore; printed). An
-#     installed run also fails when a helper group install() replaced took its own path
-#     in no call, or no listed test reaches it; the counts are printed per group. The
-#     runs use `--assert=plain` (below); changed tests run again with pytest's
-#     assertion rewriting, so a failure reads as usual (that rerun decides nothing).
+#  3. the runs, $SDK_SUITE_PARALLEL at once, each in its own copy of the sdist tree with
+#     its own TMPDIR; the plugin writes each test's outcome;
+#  4. each run is compared with its baseline: the plain run of the same tests when it
+#     ran, otherwise the plain outcomes kept in scripts/sdk_suite/expected/VERSION.json
+#     (every test of the listed files, written by --write-expected). Any changed outcome
+#     fails, except a guard run's change in a test where the guard repaired an input
+#     (printed with its rules) and a test in scripts/sdk_suite/flaky.txt (seen to flake
+#     without histcore; printed). Against the kept outcomes, the changed tests then run
+#     plain once more: a change plain gives again is not histcore's (the kept outcome
+#     is stale on this machine: said in the summary); any other fails the step. A plain
+#     run is also compared with the kept outcomes, when both exist. An installed run also
+#     fails when a helper group install() replaced took its own path in no call, or no
+#     listed test reaches it; the counts are printed per group. The runs use
+#     `--assert=plain` (below); changed tests run again with pytest's assertion
+#     rewriting, so a failure reads as usual (that rerun decides nothing).
 #
+# --write-expected runs plain-session twice and keeps the outcomes both runs agree on; a
+# test whose outcome differs between them is left out and named (add it to flaky.txt
+# with that evidence, or it is compared as absent).
 # --regenerate-list runs the sdist's whole suite (pytest-xdist, -n $SDK_SUITE_JOBS) with
 # the helpers rebound to recording wrappers, and writes the ids of the tests that
 # reached one, each with the groups of the helpers it reached.
@@ -47,6 +61,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 here="$repo/scripts/sdk_suite"
 lists="$here/lists"
+expectations="$here/expected"
 base_python="${PYTHON:-python3}"
 cache="${SDK_SUITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/histcore-sdk-suite}"
 histcore_source="${HISTCORE_WHEEL:-$repo}"
@@ -55,29 +70,43 @@ parallel="${SDK_SUITE_PARALLEL:-2}"
 run_timeout="${SDK_SUITE_TIMEOUT:-2400}"
 
 usage() {
-    sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
 regenerate=0
+write_expected=0
 versions=()
-python_backend=()
+declare -A runs_of=()
+known_runs=" plain installed installed-python guard plain-session guard-session guard-session-python "
 for arg in "$@"; do
     case "$arg" in
         --regenerate-list) regenerate=1 ;;
-        --python-backend=?*) python_backend+=("${arg#--python-backend=}") ;;
+        --write-expected) write_expected=1 ;;
         -h|--help) usage ;;
         -*) echo "sdk-suite: unknown option $arg" >&2; usage ;;
-        *) versions+=("$arg") ;;
+        *)
+            wanted="${arg%%:*}"
+            asked="plain,installed,guard"
+            [[ "$arg" == *:* ]] && asked="${arg#*:}"
+            IFS=, read -r -a asked_runs <<< "$asked"
+            [[ ${#asked_runs[@]} -gt 0 ]] || { echo "sdk-suite: $arg names no run" >&2; exit 2; }
+            for run in "${asked_runs[@]}"; do
+                [[ "$known_runs" == *" $run "* ]] || {
+                    echo "sdk-suite: unknown run '$run' in $arg (runs:$known_runs)" >&2
+                    exit 2
+                }
+            done
+            versions+=("$wanted")
+            runs_of[$wanted]="${asked_runs[*]}"
+            ;;
     esac
 done
 [[ ${#versions[@]} -gt 0 ]] || usage
-for asked in "${python_backend[@]}"; do
-    [[ " ${versions[*]} " == *" $asked "* ]] || {
-        echo "sdk-suite: --python-backend=$asked names no VERSION argument" >&2
-        exit 2
-    }
-done
+[[ $((regenerate + write_expected)) -le 1 ]] || {
+    echo "sdk-suite: --regenerate-list and --write-expected are separate calls" >&2
+    exit 2
+}
 [[ "$parallel" =~ ^[1-9][0-9]*$ ]] || { echo "sdk-suite: SDK_SUITE_PARALLEL=$parallel" >&2; exit 2; }
 if [[ "$histcore_source" != *.whl && ! -f "$histcore_source/pyproject.toml" ]]; then
     echo "sdk-suite: HISTCORE_WHEEL=$histcore_source is neither a wheel nor a source tree" >&2
@@ -165,8 +194,8 @@ sdk_pytest() {
     )
 }
 
-# One comparison run of the listed tests: $1 = its name, $2.. = environment assignments
-# and then plugin options (before the first that starts with --). Writes
+# One comparison run: $1 = its name, $2.. = environment assignments and then plugin
+# options (before the first that starts with --; they include the selection). Writes
 # $work/$1-$version.{json,log}; in the background, at most $parallel at once.
 declare -A run_pid=() run_started=() run_environment=() run_options=()
 start_run() {
@@ -183,7 +212,7 @@ start_run() {
     (
         for assignment in "${environment[@]}"; do export "${assignment?}"; done
         code=0
-        sdk_pytest "$work/run-$name-$version" --assert=plain --histcore-select="$selection" \
+        sdk_pytest "$work/run-$name-$version" --assert=plain \
             --histcore-outcomes="$work/$name-$version.json" "$@" "${files[@]}" || code=$?
         # The CPU time of the run's processes (user, system): its cost on a busy machine.
         times > "$work/$name-$version.cpu"  # its second line: the processes waited for
@@ -232,6 +261,25 @@ explain_changes() {
         unset HISTCORE_DROPIN_COUNTS  # the run's counts stay the run's
         sdk_pytest "$work/run-$name-again-$version" "${options[@]}" "${changed[@]}" 2>&1 || true
     ) | tail -n 60 | sed 's/^/    /'
+}
+
+# Against the kept outcomes: the changed tests of run $1 once more, plain, to say whose
+# change each is. Succeeds only when plain gives each changed outcome again: the kept
+# outcome is then stale on this machine, not histcore's doing (said loudly).
+whose_change() {
+    local name="$1" ids="$work/changed-$1-$version.txt" changed=()
+    sed -nE 's/^    ([^ ]+): [^ ]+ -> [^ ]+  \[FAIL\]$/\1/p' \
+        "$work/compare-$name-$version.txt" > "$ids"
+    mapfile -t changed < "$ids"
+    [[ ${#changed[@]} -gt 0 && ${#changed[@]} -le 200 ]] || return 1
+    echo "  the ${#changed[@]} changed test(s) of the $name run once more, plain:"
+    sdk_pytest "$work/run-$name-plain-again-$version" --assert=plain \
+        --histcore-outcomes="$work/$name-plain-again-$version.json" "${changed[@]}" \
+        > "$work/$name-plain-again-$version.log" 2>&1 || true
+    [[ -f "$work/$name-plain-again-$version.json" ]] || return 1
+    "$base_python" "$here/suite.py" whose "$expected" "$work/$name-$version.json" \
+        "$work/$name-plain-again-$version.json" "$ids" | sed 's/^/    /'
+    return "${PIPESTATUS[0]}"
 }
 
 status=0
@@ -301,46 +349,94 @@ PY
         echo "sdk-suite: no test file to run for $version" >&2
         exit 1
     fi
-    # The runs: plain; installed (counting histcore's own paths); installed with the
-    # guard; and, where asked, installed on the pure-Python engine (counting too).
-    runs=(plain installed guard)
-    pure=0
-    for asked in "${python_backend[@]}"; do
-        [[ "$asked" == "$wanted" || "$asked" == "$version" ]] && pure=1
-    done
-    [[ $pure -eq 1 ]] && runs+=(installed-python)
-    log "running the listed tests of ${#files[@]} files: ${runs[*]} ($parallel at once)"
+    # The session runs select whole files: every test in them.
+    file_selection="$work/selection-files-$version.txt"
+    printf '%s\n' "${files[@]}" > "$file_selection"
+    expected="$expectations/$version.json"
+
+    if [[ $write_expected -eq 1 ]]; then
+        log "plain-session twice over ${#files[@]} files, for $expected"
+        start_run plain-session --histcore-select="$file_selection"
+        start_run plain-session-again --histcore-select="$file_selection"
+        finish_run plain-session
+        finish_run plain-session-again
+        mkdir -p "$expectations"
+        "$base_python" "$here/suite.py" write-expected "$expected" \
+            "$work/plain-session-$version.json" "$work/plain-session-again-$version.json"
+        summary+=("$version: plain outcomes written to $expected in $((SECONDS - started))s")
+        continue
+    fi
+
+    read -r -a runs <<< "${runs_of[$wanted]}"
+    log "runs over ${#files[@]} files: ${runs[*]} ($parallel at once)"
     # --assert=plain: the runs skip pytest's assertion rewriting, which changes only
     # the message of a failed assert, not whether it fails, and is redone by every
     # process (no .pyc is cached under PYTHONDONTWRITEBYTECODE): 15 of the 36 s that
     # collecting 0.24.0's listed files takes. The rerun of changed tests keeps it, for
     # readable failures.
     counts="$work/counts-$version"
-    start_run plain
-    start_run installed "HISTCORE_DROPIN_COUNTS=$counts/installed" --histcore-install
-    start_run guard --histcore-guard --histcore-repairs="$work/repairs-$version.json"
-    if [[ $pure -eq 1 ]]; then
-        start_run installed-python HISTCORE_BACKEND=python \
-            "HISTCORE_DROPIN_COUNTS=$counts/installed-python" --histcore-install
-    fi
+    for run in "${runs[@]}"; do
+        case "$run" in
+            plain) start_run plain --histcore-select="$selection" ;;
+            installed) start_run installed "HISTCORE_DROPIN_COUNTS=$counts/installed" \
+                --histcore-select="$selection" --histcore-install ;;
+            installed-python) start_run installed-python HISTCORE_BACKEND=python \
+                "HISTCORE_DROPIN_COUNTS=$counts/installed-python" \
+                --histcore-select="$selection" --histcore-install ;;
+            guard) start_run guard --histcore-select="$selection" --histcore-guard \
+                --histcore-repairs="$work/repairs-guard-$version.json" ;;
+            plain-session) start_run plain-session --histcore-select="$file_selection" ;;
+            guard-session) start_run guard-session HISTCORE_BACKEND=rust \
+                --histcore-select="$file_selection" --histcore-guard \
+                --histcore-repairs="$work/repairs-guard-session-$version.json" ;;
+            guard-session-python) start_run guard-session-python HISTCORE_BACKEND=python \
+                --histcore-select="$file_selection" --histcore-guard \
+                --histcore-repairs="$work/repairs-guard-session-python-$version.json" ;;
+        esac
+    done
     for run in "${runs[@]}"; do
         finish_run "$run"
     done
     log "runs done"
 
-    # Every outcome must be the plain run's: nothing is rerun to forgive a change (a test
-    # that flakes without histcore too is listed in flaky.txt, with its evidence); the
-    # guard run may differ only in tests where the guard repaired a model input.
+    # Every outcome must be its baseline's: nothing is rerun to forgive a change (a test
+    # that flakes without histcore too is listed in flaky.txt, with its evidence); a guard
+    # run may differ only in tests where the guard repaired a model input.
     verdicts=()
     failed=0
     for run in "${runs[@]}"; do
-        [[ "$run" == plain ]] && continue
-        extra=()
-        [[ "$run" == guard ]] && extra=(--repairs "$work/repairs-$version.json")
-        if "$base_python" "$here/suite.py" compare "$work/plain-$version.json" \
-            "$work/$run-$version.json" --label "$run" "${extra[@]}" \
+        baseline="" label_of_baseline="plain" extra=() within="$selection"
+        [[ "$run" == *-session* ]] && within="$file_selection"
+        case "$run" in
+            plain|plain-session)
+                [[ -f "$expected" ]] || continue
+                baseline="$expected" label_of_baseline="kept"
+                extra=(--within "$within") ;;
+            *-session*)
+                if [[ " ${runs[*]} " == *" plain-session "* ]]; then
+                    baseline="$work/plain-session-$version.json"
+                fi ;;
+            *)
+                if [[ " ${runs[*]} " == *" plain "* ]]; then
+                    baseline="$work/plain-$version.json"
+                fi ;;
+        esac
+        if [[ -z "$baseline" ]]; then
+            if [[ ! -f "$expected" ]]; then
+                echo "sdk-suite: no plain run and no kept outcomes ($expected) to compare" \
+                    "the $run run of $version with (add plain, or --write-expected)" >&2
+                exit 1
+            fi
+            baseline="$expected" label_of_baseline="kept"
+            extra=(--within "$within")
+        fi
+        [[ "$run" == guard* ]] && extra+=(--repairs "$work/repairs-$run-$version.json")
+        if "$base_python" "$here/suite.py" compare "$baseline" "$work/$run-$version.json" \
+            --label "$run" --baseline-label "$label_of_baseline" "${extra[@]}" \
             | tee "$work/compare-$run-$version.txt"; then
             verdicts+=("$run ok")
+        elif [[ "$label_of_baseline" == kept && "$run" != plain* ]] && whose_change "$run"; then
+            verdicts+=("$run ok (kept outcomes STALE here: scripts/sdk-suite.sh --write-expected $version)")
         else
             failed=1
             verdicts+=("$run CHANGED")

@@ -1,6 +1,7 @@
 """Smoke test of an installed histcore: import, engine, version and one call of each kind.
 
     python scripts/smoke_test.py rust      # a compiled wheel: the Rust engine, release build
+    python scripts/smoke_test.py rust dev  # the Rust engine of a dev-profile (debug) build
     python scripts/smoke_test.py python    # the pure wheel: HISTCORE_BACKEND=auto gives python
 
 Run it from outside the checkout's python/ directory (``python scripts/smoke_test.py``
@@ -18,9 +19,9 @@ import os
 import sys
 
 
-def main(expected_backend: str) -> None:
-    if expected_backend not in ("rust", "python"):
-        raise SystemExit(f"usage: {sys.argv[0]} rust|python")
+def main(expected_backend: str, profile: str = "release") -> None:
+    if expected_backend not in ("rust", "python") or profile not in ("release", "dev"):
+        raise SystemExit(f"usage: {sys.argv[0]} rust [dev]|python")
     os.environ.setdefault("HISTCORE_BACKEND", "auto")
     import histcore
 
@@ -34,7 +35,8 @@ def main(expected_backend: str) -> None:
     if expected_backend == "rust":
         import histcore._core
 
-        assert histcore._core.build_profile == "release", histcore._core.build_profile
+        built = "debug" if profile == "dev" else "release"
+        assert histcore._core.build_profile == built, histcore._core.build_profile
     else:
         assert compiled is None, f"the pure package ships an extension: {compiled.origin}"
 
@@ -75,4 +77,6 @@ def main(expected_backend: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) == 2 else "")
+    if not 2 <= len(sys.argv) <= 3:
+        main("")  # exits with the usage
+    main(*sys.argv[1:])

@@ -380,3 +380,115 @@ def test_repairs_are_noted_per_test_with_the_rules_that_dropped(
             "rules": {"call_without_output": 1, "duplicate_id": 1},
         }
     }
+
+
+# --- the kept plain outcomes ---------------------------------------------------------
+
+
+def test_against_kept_outcomes_only_the_selection_is_compared(
+    suite: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = write_json(
+        tmp_path / "kept.json",
+        {"tests/a.py::t1": "passed", "tests/a.py::t2": "failed", "tests/b.py::t3": "passed"},
+    )
+    selection = tmp_path / "selection.txt"
+    selection.write_text("tests/a.py::t1\ntests/b.py\n", encoding="utf-8")
+    ran = write_json(
+        tmp_path / "run.json", {"tests/a.py::t1": "passed", "tests/b.py::t3": "passed"}
+    )
+    assert (
+        suite.compare(kept, ran, "installed", tmp_path / "none.txt", None, "kept", selection) == 0
+    )
+    assert "kept:" in capsys.readouterr().out
+    # A selected test that did not run, or one the kept outcomes lack, is a change.
+    missing = write_json(tmp_path / "missing.json", {"tests/a.py::t1": "passed"})
+    assert (
+        suite.compare(kept, missing, "installed", tmp_path / "none.txt", None, "kept", selection)
+        == 1
+    )
+    assert "tests/b.py::t3: passed -> absent  [FAIL]" in capsys.readouterr().out
+    extra = write_json(
+        tmp_path / "extra.json",
+        {"tests/a.py::t1": "passed", "tests/b.py::t3": "passed", "tests/b.py::t4": "passed"},
+    )
+    assert (
+        suite.compare(kept, extra, "installed", tmp_path / "none.txt", None, "kept", selection) == 1
+    )
+    assert "tests/b.py::t4: absent -> passed  [FAIL]" in capsys.readouterr().out
+
+
+def test_write_expected_keeps_only_what_two_plain_runs_agree_on(
+    suite: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = write_json(tmp_path / "one.json", {"t.py::a": "passed", "t.py::b": "failed"})
+    second = write_json(tmp_path / "two.json", {"t.py::a": "passed", "t.py::b": "passed"})
+    target = tmp_path / "kept.json"
+    assert suite.write_expected(target, first, second) == 0
+    assert json.loads(target.read_text(encoding="utf-8")) == {"t.py::a": "passed"}
+    assert "left out, differs between two plain runs: t.py::b: failed / passed" in (
+        capsys.readouterr().out
+    )
+    empty = write_json(tmp_path / "empty.json", {})
+    with pytest.raises(SystemExit, match="empty expectations"):
+        suite.write_expected(target, empty, second)
+
+
+def test_whose_change_tells_histcore_s_from_a_stale_expectation(
+    suite: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = write_json(
+        tmp_path / "kept.json", {"t.py::a": "passed", "t.py::b": "passed", "t.py::c": "passed"}
+    )
+    run = write_json(
+        tmp_path / "run.json", {"t.py::a": "failed", "t.py::b": "failed", "t.py::c": "failed"}
+    )
+    ids = tmp_path / "ids.txt"
+    ids.write_text("t.py::b\n", encoding="utf-8")
+    # Plain fails as the run did: the kept outcome is stale here, forgiven.
+    again = write_json(tmp_path / "again.json", {"t.py::a": "passed", "t.py::b": "failed"})
+    assert suite.whose(kept, run, again, ids) == 0
+    assert "t.py::b: kept passed, the run failed, plain again failed: not histcore's" in (
+        capsys.readouterr().out
+    )
+    # Plain passes as kept: histcore's change, which fails.
+    ids.write_text("t.py::a\nt.py::b\n", encoding="utf-8")
+    assert suite.whose(kept, run, again, ids) == 1
+    assert "t.py::a: kept passed, the run failed, plain again passed: FAIL: histcore's" in (
+        capsys.readouterr().out
+    )
+    # A test plain did not run again is undecided, which fails too.
+    ids.write_text("t.py::c\n", encoding="utf-8")
+    assert suite.whose(kept, run, again, ids) == 1
+    assert "FAIL: undecided" in capsys.readouterr().out
+
+
+def test_every_kept_outcome_file_is_an_outcome_map(suite: ModuleType) -> None:
+    kept = sorted((REPO / "scripts" / "sdk_suite" / "expected").glob("*.json"))
+    assert kept, "no kept plain outcomes: scripts/sdk-suite.sh --write-expected VERSION"
+    for path in kept:
+        outcomes = suite._load(path)
+        assert outcomes, path.name
+        assert set(outcomes.values()) <= set(suite.OUTCOMES), path.name
+
+
+# --- CPython 3.11's AST-depth bug -------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    not (3, 11) <= sys.version_info[:3] < (3, 11, 8),
+    reason="only CPython 3.11.0-3.11.7 keeps one AST depth counter (gh-106905)",
+)
+def test_the_plugin_draws_no_carets_where_cpython_miscounts_ast_depth(tmp_path: Path) -> None:
+    import traceback
+
+    # Without the plugin, a subscript's carets are drawn by parsing it.
+    assert traceback._extract_caret_anchors_from_line_segment("a[b]") is not None  # type: ignore[attr-defined]
+    (tmp_path / "test_fake.py").write_text(
+        "import traceback\n"
+        "def test_carets():\n"
+        "    assert traceback._extract_caret_anchors_from_line_segment('a[b]') is None\n",
+        encoding="utf-8",
+    )
+    done = pytest_in(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

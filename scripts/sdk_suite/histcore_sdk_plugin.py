@@ -353,7 +353,28 @@ class _Select:
         )
 
 
+def _skip_caret_anchors() -> None:
+    """On CPython 3.11.0-3.11.7, never parse a traceback line to draw its carets.
+
+    Those releases keep one AST-recursion counter for the whole interpreter
+    (python/cpython gh-106905, fixed in 3.11.8). When the collector finalises an
+    un-awaited Task inside pytest's own ``ast.parse`` and asyncio logs it, the logged
+    traceback's caret drawing parses again, and pytest ends the session with
+    ``SystemError: AST constructor recursion depth mismatch``. Whether that happens
+    depends only on when the collector runs, which anything allocating moves (the
+    guard, ``--junitxml``): so every run of every mode skips the caret drawing, which
+    changes only how a traceback is drawn, never an outcome.
+    """
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:3] < (3, 11, 8):
+        return
+    import traceback
+
+    if hasattr(traceback, "_extract_caret_anchors_from_line_segment"):
+        traceback._extract_caret_anchors_from_line_segment = lambda segment: None  # type: ignore[attr-defined]
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _skip_caret_anchors()
     outcomes = config.getoption("histcore_outcomes")
     if outcomes and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Outcomes(os.path.abspath(outcomes)), "histcore-outcomes")

@@ -3,10 +3,17 @@
 suite.py files LISTS_DIR VERSION SDK_DIR SELECTION   the test files to run, one per
     line; the listed entries this sdist holds go to SELECTION (--histcore-select)
 suite.py write-list LISTS_DIR VERSION TRACE...  merge trace files into the list
-suite.py compare PLAIN.json OTHER.json --label NAME [--flaky FILE] [--repairs PATH]...
+suite.py compare BASELINE.json OTHER.json --label NAME [--baseline-label NAME]
+        [--within SELECTION] [--flaky FILE] [--repairs PATH]...
     print counts; exit 1 on a changed outcome that is neither a listed flaky test's nor,
     with --repairs (a guard run), one in a test during which the guard repaired a model
-    input (those are printed with the rules that made it drop)
+    input (those are printed with the rules that made it drop). --within: only the
+    baseline's tests that SELECTION names (by id or by file) are compared
+suite.py write-expected EXPECTED.json RUN.json RUN.json  the outcomes both plain runs
+    agree on; the tests they disagree on are named and left out
+suite.py whose EXPECTED.json RUN.json PLAIN_AGAIN.json CHANGED_IDS  for each test whose
+    outcome changed from the kept one, whose change it is; exit 1 unless plain gives
+    every run outcome again (then the kept outcomes are stale here, not histcore's)
 suite.py paths LISTS_DIR VERSION COUNTS_DIR   print, per helper group install()
     replaced, the calls that took histcore's own path and the fallbacks (summed over
     every process's counts file); exit 1 when a replaced group has no call of its own,
@@ -170,19 +177,33 @@ def _repairs(paths: list[Path]) -> dict[str, dict[str, object]]:
     return merged
 
 
+def _selected(outcomes: dict[str, str], selection: Path) -> dict[str, str]:
+    """The outcomes of the tests a selection file names, by id or by file."""
+    entries = set(_read_list(selection))
+    return {
+        nodeid: outcome
+        for nodeid, outcome in outcomes.items()
+        if nodeid in entries or nodeid.split("::", 1)[0] in entries
+    }
+
+
 def compare(
     plain_path: Path,
     other_path: Path,
     label: str,
     flaky_path: Path = FLAKY,
     repair_paths: list[Path] | None = None,
+    baseline_label: str = "plain",
+    within: Path | None = None,
 ) -> int:
-    """0 when every test's outcome is the plain run's, or differs only where forgiven."""
+    """0 when every test's outcome is the baseline's, or differs only where forgiven."""
     plain, other = _load(plain_path), _load(other_path)
+    if within is not None:
+        plain = _selected(plain, within)
     flaky = read_flaky(flaky_path)
     repairs = _repairs(repair_paths) if repair_paths is not None else {}
-    width = max(len("plain"), len(label)) + 1
-    print(f"  {'plain:':<{width}} {_counts(plain)}")
+    width = max(len(baseline_label), len(label)) + 1
+    print(f"  {baseline_label + ':':<{width}} {_counts(plain)}")
     print(f"  {label + ':':<{width}} {_counts(other)}")
     if not plain:
         print("  no test ran: nothing was compared")
@@ -206,6 +227,51 @@ def compare(
             failing += 1
             why = "FAIL"
         print(f"    {nodeid}: {before} -> {after}  [{why}]")
+    return 1 if failing else 0
+
+
+def write_expected(target: Path, first: Path, second: Path) -> int:
+    """Keep the plain outcomes two runs agree on; name the tests they disagree on."""
+    one, two = _load(first), _load(second)
+    if not one or not two:
+        sys.exit("sdk-suite: a plain run recorded no outcome: refusing empty expectations")
+    agreed = {nodeid: one[nodeid] for nodeid in sorted(one) if two.get(nodeid) == one[nodeid]}
+    for nodeid in sorted(one.keys() | two.keys()):
+        if one.get(nodeid) != two.get(nodeid):
+            print(
+                f"  left out, differs between two plain runs: {nodeid}: "
+                f"{one.get(nodeid, 'absent')} / {two.get(nodeid, 'absent')}"
+            )
+    target.write_text(json.dumps(agreed, indent=0) + "\n", encoding="utf-8")
+    print(f"sdk-suite: wrote {len(agreed)} plain outcomes to {target}: {_counts(agreed)}")
+    return 0
+
+
+def whose(expected_path: Path, changed_path: Path, again_path: Path, changed_ids: Path) -> int:
+    """For each test whose run outcome differs from the kept one, say whose change it is.
+
+    Plain gives the run's outcome again: not histcore's (the kept outcome is stale on
+    this machine), forgiven and said. Plain gives the kept outcome: histcore's change.
+    Plain gives a third outcome, or did not run the test: undecided. 1 unless every
+    changed test is forgiven."""
+    expected, changed, again = _load(expected_path), _load(changed_path), _load(again_path)
+    ids = [line for line in changed_ids.read_text(encoding="utf-8").splitlines() if line]
+    failing = 0
+    for nodeid in ids:
+        kept, ran = expected.get(nodeid, "absent"), changed.get(nodeid, "absent")
+        now = again.get(nodeid, "absent")
+        if now == ran:
+            verdict = "not histcore's: plain gives the same here (stale kept outcome)"
+        elif now == kept:
+            verdict = "FAIL: histcore's change (plain gives the kept outcome)"
+            failing += 1
+        else:
+            verdict = "FAIL: undecided (plain gives a third outcome)"
+            failing += 1
+        print(f"{nodeid}: kept {kept}, the run {ran}, plain again {now}: {verdict}")
+    if not ids:
+        print("no changed test to decide")
+        return 1
     return 1 if failing else 0
 
 
@@ -258,6 +324,10 @@ def main(argv: list[str]) -> int:
         return write_list(Path(argv[1]), argv[2], [Path(p) for p in argv[3:]])
     if len(argv) == 4 and argv[0] == "paths":
         return paths(Path(argv[1]), argv[2], Path(argv[3]))
+    if len(argv) == 4 and argv[0] == "write-expected":
+        return write_expected(Path(argv[1]), Path(argv[2]), Path(argv[3]))
+    if len(argv) == 5 and argv[0] == "whose":
+        return whose(Path(argv[1]), Path(argv[2]), Path(argv[3]), Path(argv[4]))
     if argv[:1] == ["compare"]:
         parser = argparse.ArgumentParser(prog="suite.py compare")
         parser.add_argument("plain", type=Path)
@@ -265,8 +335,18 @@ def main(argv: list[str]) -> int:
         parser.add_argument("--label", required=True)
         parser.add_argument("--flaky", type=Path, default=FLAKY)
         parser.add_argument("--repairs", type=Path, action="append")
+        parser.add_argument("--baseline-label", default="plain")
+        parser.add_argument("--within", type=Path)
         options = parser.parse_args(argv[1:])
-        return compare(options.plain, options.other, options.label, options.flaky, options.repairs)
+        return compare(
+            options.plain,
+            options.other,
+            options.label,
+            options.flaky,
+            options.repairs,
+            options.baseline_label,
+            options.within,
+        )
     print(__doc__, file=sys.stderr)
     return 2
 
