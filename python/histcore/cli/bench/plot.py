@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -235,6 +236,7 @@ def store_figure(store: dict[str, Any]) -> Figure:
     axes.tick_params(which="both", labelsize=7)
     axes.grid(True, which="major", alpha=0.3)
     axes.legend(fontsize=7)
-    drawn.suptitle(_title([store]), fontsize=10)
+    # One panel is narrower than the stamp line: wrapped.
+    drawn.suptitle(textwrap.fill(_title([store]), 90), fontsize=9)
     drawn.tight_layout()
     return drawn
