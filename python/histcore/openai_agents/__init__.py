@@ -1,30 +1,19 @@
 """Drop-in accelerator for the OpenAI Agents SDK (``openai-agents``).
 
-``install()`` swaps the SDK's pure-Python history helpers (dedupe keys, first-wins and
-latest-value dedupe, orphan-call pruning, item fingerprints, the session-callback
-key/frequency/reference maps, and the whole-history copies of a turn) for
-histcore-backed ones, in every SDK module that imported them. Results are the SDK's
-on every input: where histcore could answer differently, the SDK's own helper runs.
-
-    import histcore.openai_agents
+``install()`` swaps the SDK's pure-Python history helpers for histcore-backed ones, in
+every SDK module that imported them; results are the SDK's on every input (where
+histcore could answer differently, the SDK's own helper runs)::
 
     histcore.openai_agents.install()          # idempotent
-    ...
     histcore.openai_agents.uninstall()        # every original back
-
     with histcore.openai_agents.installed():  # only inside the block
         ...
 
-Supported: openai-agents >=0.22,<0.25. Another release gets a warning, and only the
-helpers whose source is one histcore was tested against are replaced.
-
-A replacement takes its own path only while nothing its original looks up (a module's
-``json`` or ``copy``, a helper function, ``json.dumps``, a constant) has been rebound
-since ``install()``; otherwise it calls the SDK's original, which sees the rebinding.
-
-``histcore.openai_agents.testing.ScriptedModel`` is a ``Model`` for the SDK's ``Runner``
-that needs no network: deterministic conversations for tests, with and without
-``install()``.
+Supported: openai-agents >=0.22,<0.25; another release gets a warning, and only helpers
+whose source histcore was tested against are replaced. A replacement takes its own path
+only while nothing its original looks up has been rebound since ``install()``.
+``testing.ScriptedModel`` is a network-free ``Model`` for tests. What is replaced and
+why: docs/design.md, "Drop-in accelerator".
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """The guard of ``install(guard=True)``: every model input the SDK sends obeys the
 model-input rules (docs/design.md, "Model input the API accepts").
 
-Where it hooks. In every supported release the SDK's run loop builds a model call's
-input in exactly two places, ``run_single_turn_streamed`` and ``get_new_response``,
-and in both the last step before the model sees it is
-``deduplicate_input_items_preferring_latest(filtered.input)`` (after the session
-callback, ``call_model_input_filter`` and any window). The guard rebinds that name in
-``agents.run_internal.run_loop`` only: a call from one of those two functions is a
-model input; it reads their ``session`` and ``server_conversation_tracker`` and
-repairs the deduplicated list. Any other caller gets the plain dedupe.
+It rebinds ``deduplicate_input_items_preferring_latest`` in
+``agents.run_internal.run_loop`` only: a call from ``run_single_turn_streamed`` or
+``get_new_response`` is a model input, repaired with their ``session`` and
+``server_conversation_tracker``; any other caller gets the plain dedupe. The stored
+history (rule (e)) is what ``prepare_input_with_session`` read, noted per task as a
+``StoredHistory`` (for the SDK's ``SQLiteSession``, kept with the session's history and
+extended by the rows read since). A wrapper of ``maybe_filter_model_input`` hands the
+dedupe a list whatever the filter returned and re-guards a dedupe rebound since install.
 
-The stored history (rule (e)) is what the SDK's ``prepare_input_with_session`` read,
-noted per task by the guard's ``_session_get_items`` as a ``StoredHistory``: read once a
-turn, as it came from the store, not once per model call; for the SDK's
-``SQLiteSession`` kept with the session's history (``_session_read``) and extended by
-the rows read since, so a turn reads only its new items for it. A window of the SDK's
-``SQLiteSession`` is read one item wider so that an item whose reasoning the window cut
-is recognised (other sessions are read as the SDK reads them).
-
-A wrapper of the run loop's ``maybe_filter_model_input`` (the step just before that
-dedupe, in both functions) hands the dedupe a list whatever iterable the filter
-returned, and re-guards a dedupe rebound since install. It never writes to the store,
-and a clean input comes back as the very same list.
+Rules: it never writes to the store, and a clean input comes back as the very same
+list. Details: docs/design.md, "The guard (``install(guard=True)``)".
 """
 
 from __future__ import annotations

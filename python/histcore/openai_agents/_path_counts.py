@@ -1,26 +1,17 @@
 """Counting the calls that took histcore's own path, per replaced helper group.
 
-A proof that compares the SDK's outcomes with and without ``install()`` proves nothing
-about histcore if every replacement sent every call to the SDK's original (a rebound
-name, an input it screens out): the run would compare the SDK with itself. So, with
-``HISTCORE_DROPIN_COUNTS`` set to a directory when ``install()`` runs, ``plan()``
-builds each replacement of ``_patches.GROUPS`` over a counting stand-in of its original
-(each call of it is a *fallback*) and binds a counting wrapper of the replacement (each
-call of it is a *call*). A replacement calls its original at most once per call, and
-only to fall back, so ``calls - fallbacks`` is the number of calls that histcore
-answered itself.
+A proof comparing the SDK's outcomes with and without ``install()`` proves nothing about
+histcore if every replacement fell back to the SDK's original. So, with
+``HISTCORE_DROPIN_COUNTS`` set to a directory when ``install()`` runs, ``plan()`` builds
+each replacement of ``_patches.GROUPS`` over a counting stand-in of its original (each
+call a *fallback*) and binds a counting wrapper of the replacement (each call a
+*call*); a replacement falls back at most once a call, so ``calls - fallbacks`` is what
+histcore answered itself. The wrappers keep names, docstrings, signatures, globals and
+coroutine-ness, so the SDK, the builders and the watches see what they would.
 
-The stand-ins keep what the SDK and the replacements' builders see: the wrappers carry
-the names, docstrings, signatures (``__wrapped__``) and, for an original, the globals
-of the functions they wrap, are coroutine functions where those are, and a replaced
-module (``json``, ``copy``) keeps its stand-in object, whose class becomes a counting
-subclass (``isinstance`` still holds). The watches still follow ``__wrapped__`` to the
-SDK's code (the wrappers' ``__module__`` is histcore's).
-
-Each process writes its counts to ``DIR/dropin-counts-<pid>.json`` at exit and on
-``flush()``: ``{"pid": ..., "groups": {group: {target: [calls, fallbacks]}}}``. Without
-the variable ``counter()`` returns None and ``plan()`` binds the replacements
-themselves: nothing here runs.
+Each process writes ``DIR/dropin-counts-<pid>.json`` at exit and on ``flush()``:
+``{"pid": ..., "groups": {group: {target: [calls, fallbacks]}}}``. Without the variable
+``counter()`` returns None and nothing here runs.
 """
 
 from __future__ import annotations

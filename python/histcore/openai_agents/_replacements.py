@@ -1,27 +1,16 @@
 """histcore-backed stand-ins for the SDK's item helpers.
 
 Each ``make_*`` takes the SDK's original and returns a function with its signature.
-The stand-in takes histcore's path only for input on which histcore's result is the
-SDK's, and the engine decides that in the pass that computes it (the ``screened_*``
-functions, ``shallow_dict_copies`` and ``plain_json_copy`` answer NotImplemented or
-None where they cannot promise the SDK's result); on anything else it calls the
-original, so every input gets the SDK's answer, including its exceptions. What each
-screen rules out, and why, is said where it is.
-
-Where the two could differ on plain dict items:
-
-* dedupe keys: the SDK formats ``type`` with an f-string and looks it up in sets, so a
-  ``type`` that is not a str (unhashable, or with its own ``__format__``/``__eq__``)
-  and str *subclasses* in ``call_id``/``id``/``approval_request_id`` go to the SDK;
-* orphan pruning: the SDK reads only dicts, compares ``type``, ``call_id``,
-  ``status`` and ``caller`` fields with ``==`` and in sets, and, given
-  ``pruning_indexes``, drops a reasoning item outside them when the call it precedes
-  goes, where histcore keeps it (an intended difference): such lists go to the SDK
-  (``screened_drop_orphan_function_calls``).
-
-The others produce the SDK's very values by cheaper means: fingerprints with a reused
-C encoder (``_sorted_json``), normalisation with one shallow copy per dict instead of
-two, whole-history copies with the engine where provably equal (``_copies``).
+Rule: a stand-in takes histcore's path only for input on which histcore's result is the
+SDK's, decided by the engine in the pass that computes it (the ``screened_*``
+functions, ``shallow_dict_copies`` and ``plain_json_copy`` answer NotImplemented or None
+where they cannot promise it); anything else goes to the original, exceptions included.
+What each screen rules out, and why, is said where it is; the two differences on plain
+dicts (dedupe keys with a non-str ``type`` or str subclasses, orphan pruning with
+``pruning_indexes``) are in docs/design.md, "Drop-in accelerator" ("Screening in the
+engine"). The others produce the SDK's very values by cheaper means: a
+reused C encoder for fingerprints, one shallow copy per dict when normalising, engine
+copies of whole histories (``_copies``).
 """
 
 from __future__ import annotations

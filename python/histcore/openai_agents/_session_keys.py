@@ -1,29 +1,19 @@
 """The session-callback bookkeeping of ``prepare_input_with_session``, made cheap.
 
-After a ``session_input_callback`` returns, the SDK keys the history copies, the new
-item copies and every returned item by ``_session_item_key`` (the text of
-``json.dumps(item, sort_keys=True, default=str)`` after its session-metadata keys are
-stripped), four encodings per history item, and matches returned objects to copies
-through lists scanned by identity (quadratic when many items share one content). The
-keys never leave that one call: only equal or unequal matters. So, within one call:
+After a ``session_input_callback`` returns, the SDK keys every history copy, new item
+copy and returned item by ``_session_item_key`` (``json.dumps(..., sort_keys=True,
+default=str)`` with metadata keys stripped) and matches returned objects through lists
+scanned by identity. The keys never leave that one call, so within it each object is
+keyed once: by the engine's ``canonical_json`` when every item is a plain tree
+(``plain_tree``; equal canonical bytes exactly when equal SDK text), else by the SDK's
+own text; the kind is decided once per call, so the two never meet. The reference map
+counts identities in a dict (``_build_reference_map`` and ``_consume_reference`` are
+replaced together).
 
-* **canonical keys**: when the history copies, the new copies and the returned list
-  hold only plain items (exact dicts of exact builtin JSON values and tuples, no
-  cycles: ``plain_tree``), each object is keyed once by histcore's ``canonical_json``
-  (by the Rust engine). On such values two items have equal SDK text exactly when they
-  have equal canonical bytes: both are injective encodings of the same JSON value
-  (tuples and lists alike, NaN a token of its own), and both drop the same metadata
-  keys (the SDK's extra ones are stripped first). Otherwise every key is the SDK's own
-  text (``_sorted_json``), still computed once per object. The kind of key is decided
-  once for the whole call, so the two never meet.
-* the reference map counts identities in a dict, so consuming one is O(1). Its shape
-  changes, so ``_build_reference_map`` and ``_consume_reference`` are replaced together.
-
-The callback's arguments and result are seen by wrapping the callback for the call.
-Keys are remembered only after it returned (the first map built decides), and text
-keys only for exact dicts whose encoding ran no user code. The group is replaced only
-where ``prepare_input_with_session`` and the map builders are the sole users of these
-names (``_patches``); outside such a call the key is the SDK's text.
+Rules: keys are remembered only after the callback returned, text keys only for exact
+dicts whose encoding ran no user code, and the group is replaced only where these names
+have no other users (``_patches``). Details: docs/design.md, "Drop-in accelerator"
+("Session-callback keys").
 """
 
 from __future__ import annotations

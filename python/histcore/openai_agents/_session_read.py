@@ -1,96 +1,19 @@
 """The SDK's ``SQLiteSession.get_items``, reading only the rows added since its last read.
 
-Decoding
---------
-The SDK reads a session with one query, then decodes each row in a Python loop
-(``json.loads`` per row, skipping rows that raise ``JSONDecodeError`` or ``TypeError``)
-while the collector runs: at 10^5 items the collections that the decoded containers
-trigger cost more than the decoding itself. Here rows go to the engine's
-``decode_rows`` with the collector paused: each row is read by ``orjson`` where that
-gives exactly what ``json.loads`` gives (an exact str with no run of 19 or more digits,
-which orjson would read as a float, and text orjson accepts), and by the SDK's own
-``json.loads`` (``JsonModule.loads``) otherwise, skipping what the SDK skips.
+Each session object keeps what its last unlimited read decoded (``_History``): the items
+of its rows with ``id <= last_id``, their count, and the state of the database they were
+read in. A later read hands out a fresh copy (``plain_json_copy``, collector paused) and
+fetches only ``id > last_id``, after checking in one read transaction that nothing below
+``last_id`` changed (``PRAGMA data_version``/``total_changes`` first, then the count, the
+newest kept row, the rewrite generation, the schema version and the file's inode);
+anything else reads the whole history again. Rows are decoded by ``decode_rows``: orjson
+where it gives exactly what ``json.loads`` gives, the SDK's ``json.loads`` otherwise.
 
-It takes its path only for the unlimited read (no ``limit``, no session limit: a
-limited read widens its window past corrupt rows, which is left to the SDK), while the
-session module's ``json`` is histcore's ``JsonModule`` with ``loads`` as installed and
-nothing the original looks up is rebound (its watch). Rows that are not 1-tuples (a
-custom ``row_factory``) are decoded by the SDK's loop, as the SDK's code would.
-
-Incremental reads
------------------
-Each session object keeps what its last unlimited read decoded (``_History``): the
-decoded items of its rows with ``id <= last_id`` (corrupt rows skipped, as the SDK
-skips them), how many rows that was, and the state of the database it was read in. A
-later read fetches and decodes only the rows with ``id > last_id``; it hands out a
-fresh copy of the whole history each time (callers mutate what they get), made by the
-engine's ``plain_json_copy`` with the collector paused: the str, int and float objects
-are shared with the kept items, every dict and list is new. Kept are the decoded items
-only, not their JSON text: one decoded history, what a caller of the SDK's read holds
-anyway. Should a copy not be possible (nesting deeper than the engine copies), that
-read hands out the kept items themselves and forgets them.
-
-Seeing the other writers. Reads run on the SDK's connection, under the SDK's lock:
-
-* Nothing changed: ``PRAGMA data_version`` of the connection changes whenever another
-  connection (of this process or another one, histcore's sessions included) commits
-  to the file, and ``total_changes`` of the connection counts every row that the
-  connection itself (the SDK's ``add_items``, ``pop_item``, ``clear_session``, anyone
-  using it) inserted, updated or deleted. When both are what they were at a read that
-  brought the history up to date on that connection (a few connections are
-  remembered: the SDK gives each worker thread its own), the database has not changed
-  since, and the kept items are handed out without a query (``PRAGMA schema_version``
-  must be the same too: a table dropped on the connection itself is no row change).
-* Otherwise, in one read transaction (one state of the database): the table's ids are
-  never reused (it must be ``AUTOINCREMENT``, as the SDK creates it; a table without
-  it is read whole each time), so rows appended since carry ids above ``last_id``, and
-  the rows at or below it can only have been deleted, rewritten in place, or (by hand)
-  inserted with a chosen id. ``COUNT(*)`` of the session's rows with ``id <= last_id``
-  must still be the number kept (a pop, a clear, a compaction's delete, another
-  session's delete lower it; a delete followed by an append does too, since the
-  append's id is above ``last_id``); the session's rewrite generation in
-  ``histcore_rewrites`` (bumped by ``histcore doctor --fix`` in the transaction that
-  rewrote rows in place) and ``PRAGMA schema_version`` (a table dropped and made
-  again restarts its ids) must be what they were; the session id, the table name and
-  the database file the same: its name, and the device and inode now at that name
-  (``os.stat``: a file moved onto the name, or removed and made again, is another
-  database, however alike its schema and row count); and the newest kept row
-  (``_ROW``: id, text, whether a BLOB) the same, which also catches an id reused at the
-  top of the table and a file made on a freed inode. Then only ``id > last_id`` is
-  read; anything else reads the whole history again.
-* With ``HISTCORE_CHECK_SESSION_ROWS=1`` at ``install()``, every kept row is checked
-  instead of the newest alone: ``_Digest``, hashes in C over the rows fetched again
-  (about a sixth of an installed turn at 10^5 items, docs/design.md), which sees any
-  row changed in place below ``last_id``.
-
-Handing out the kept items. A read copies the kept items because its caller may mutate
-them. The drop-in's batch ``prepare_input_with_session`` reads only to deep-copy what it
-read for the session callback, so around its read (``kept_handout``) the read of that
-very session, an object of the SDK's ``SQLiteSession`` class itself (a subclass or a
-wrapping session may edit what it reads), hands out the kept list: one whole-history
-copy fewer a turn. The preparation copies it before anything else sees it.
-
-Not seen without that check: a row below the newest kept one changed in place by a
-writer that does not note it in ``histcore_rewrites`` (an UPDATE of ``message_data``,
-an INSERT OR REPLACE, rows exchanging ids, rows deleted and as many inserted with ids
-chosen below ``last_id``).
-
-For ``install(guard=True)``: within ``noting_reads(session)`` a read notes what it
-handed out (the kept list or its copy) and how many kept items that was (``ReadNote``),
-so the guard keeps rule (e) of the history with it (``_History.stored_history``) and
-reads only the items appended since, instead of the whole history each turn.
-
-The history is not used (the read is the plain one above, the SDK's one statement)
-when the session's class replaced how the SDK hands out connections
-(``_get_connection``, ``_locked_connection``: a subclass, a test tracing statements),
-when the connection is not an exact ``sqlite3.Connection``, is inside a transaction
-(uncommitted changes could still be rolled back), or has a ``row_factory`` or a
-``text_factory`` other than str;
-and any ``sqlite3.Error`` on the way drops it and leaves the read to the SDK's query,
-which then raises what the SDK raises. ``uninstall()`` drops every history. A trace
-callback set on the SDK's own connection sees this module's statements (``PRAGMA
-data_version``, ``BEGIN``, the count, the newest row, ``id > ?``, a whole read's
-``_ROW`` query), not the SDK's one query.
+Rules: limited reads, an overridden connection, an open transaction, a custom
+``row_factory``/``text_factory`` or any ``sqlite3.Error`` leave the read to the SDK, and
+a rebound name the SDK looks up (its watch) does too. ``kept_handout`` and
+``noting_reads`` serve the batch preparation and the guard. Details, and what is not
+seen: docs/design.md, "Drop-in accelerator" ("The session read").
 """
 
 from __future__ import annotations

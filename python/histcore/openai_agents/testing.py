@@ -1,37 +1,17 @@
 """A scripted model for the OpenAI Agents SDK: deterministic runs without a network.
 
-``ScriptedModel`` implements the SDK's ``Model`` interface (``agents.models.interface``)
-and answers from the shape of its input, so a conversation of any length needs no
-script written in advance:
+``ScriptedModel`` implements the SDK's ``Model`` interface and answers from the shape
+of its input: a turn ending with a user message gets a reasoning item and one function
+call of ``tool_name`` per ``" and "``-separated part (``"Paris and Rome"``: two calls);
+a turn ending with a function call output gets an assistant message naming how many
+input items the model saw and the last call id.
 
-* a turn that ends with a user message gets a reasoning item and one function call
-  per ``" and "``-separated part of the message (``"Paris and Rome"``: two calls of the
-  tool ``tool_name`` with ``{"city": "Paris"}`` and ``{"city": "Rome"}``);
-* a turn that ends with a function call output gets an assistant message naming how
-  many input items the model saw and the last call id, so any difference in what the
-  model was sent shows up in the final output.
-
-Ids are counters, so two runs of the same conversation produce the same items; every
-``placeholder_every``-th answer carries the SDK's placeholder id (``FAKE_RESPONSES_ID``),
-as providers without item ids do. With ``record`` (the default), ``inputs`` holds each
-call's input as JSON text: comparing two models' ``inputs`` tells whether two runs (for
-example, without and with ``histcore.openai_agents.install()``) sent the same input.
-
-    from agents import Agent, Runner, function_tool
-    from histcore.openai_agents.testing import ScriptedModel
-
-    @function_tool
-    def lookup(city: str) -> str:
-        return f"sunny in {city}"
-
-    model = ScriptedModel()
-    agent = Agent(name="assistant", model=model, tools=[lookup])
-    result = await Runner.run(agent, "Paris and Rome")
-    # two tool calls, then "answer 2: saw 6 items, last call call_1_1"
-
-Both ``Runner.run`` and ``Runner.run_streamed`` work: ``stream_response`` yields each
-output item's ``response.output_item.done`` event, then ``response.completed``.
-Importing this module needs the SDK: ``pip install 'histcore[openai-agents]'``.
+Ids are counters, so two runs of one conversation give the same items; every
+``placeholder_every``-th answer carries the SDK's ``FAKE_RESPONSES_ID``. With ``record``
+(the default) ``inputs`` holds each call's input as JSON text, so comparing two models'
+``inputs`` tells whether two runs sent the same input. ``Runner.run`` and
+``Runner.run_streamed`` both work. Needs ``pip install 'histcore[openai-agents]'``;
+an example is in the README ("The drop-in for the OpenAI Agents SDK").
 """
 
 from __future__ import annotations

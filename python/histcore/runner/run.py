@@ -1,25 +1,17 @@
 """``Runner``: the agent loop. It owns the order of a turn's steps so the history
 contracts of docs/design.md hold end to end:
 
-1. prepare the input (first turn of a fresh run: session history + new input through
+1. prepare the input (a fresh run's first turn: session history + new input through
    ``session_input_callback``);
-2. apply ``RunConfig.call_model_input_filter``, then the latest-value dedupe, then
-   ``repair_input`` (the model never gets an input the Responses API rejects);
+2. apply ``call_model_input_filter``, the latest-value dedupe, then ``repair_input``;
 3. call the model and record its output items;
-4. run the function tools it called, concurrently; a call that needs approval pauses
-   the run instead (``result.interruptions``);
+4. run the function tools it called, concurrently (a call needing approval pauses);
 5. write the turn to the session in one piece; stop on a final text answer.
 
-Session writes keep whole turns only. A fresh run's new input is stored with its first
-write; each turn is stored once its tools are done; a pause stores the input and the
-finished turns but holds back the paused turn (its calls have no outputs yet); a
-resumed run stores the paused turn together with the turn that follows it, so a resume
-that fails or is cancelled before the model answers leaves the session as the pause
-left it and can be retried from the same state. A write that has started completes
-even if the run is cancelled meanwhile.
-
-A run owns every list it touches: a fresh run copies its input once, a resumed run
-copies the state once (``RunState._resume_point``); the state itself is never touched.
+Rules: session writes keep whole turns only (a paused turn is held back until the
+resume's next turn is written with it), a write that has started completes even if the
+run is cancelled, and a run owns every list it touches (its input, or the resumed state,
+copied once; the state itself is never touched). Details: docs/design.md, "Runner".
 """
 
 from __future__ import annotations

@@ -1,30 +1,19 @@
 """Durable ``RunState`` checkpoints with optimistic concurrency.
 
-A store keeps one checkpoint per key (a conversation, a job, ...) together with a
-version number: 0 means "no checkpoint", each save adds one. A save names the version
-it was based on (``expected_version``, 0 for the first save of a key) and succeeds only
-if that is still the stored version; otherwise it raises ``RunStateConflictError`` and
-leaves the newer checkpoint alone. So two workers that resumed the same checkpoint
-cannot both record their continuation: the slower one learns it is stale::
+A store keeps one checkpoint per key (a conversation, a job, ...) with a version: 0
+means "no checkpoint", each save adds one. Rules: a save names the version it was based
+on (``expected_version``) and succeeds only if that is still the stored one, else it
+raises ``RunStateConflictError`` and leaves the newer checkpoint alone; and a version is
+never issued twice for one key, not even after ``delete_state``::
 
     stored = await store.load_stored_state(agent, "job-7")    # version 3
     result = await Runner.run(agent, stored.state)
     await store.save_state("job-7", result.to_state(), expected_version=stored.version)
 
-A version is never issued twice for one key, not even after ``delete_state``: the
-first save after a delete gets the version after the deleted one, so a worker still
-holding a version from before the delete is stale, not mistaken for the current
-writer. The stores remember the last version of each deleted key for that (memory:
-in a dict; SQLite and PostgreSQL: in a second table, ``<table>_versions``, created
-next to the checkpoints, also in databases made before it existed).
-
-Backends: ``MemoryRunStateStore`` (this process only), ``SQLiteRunStateStore`` (a
-file, possibly the SQLite session's) and ``PostgresRunStateStore`` (the PostgreSQL
-session's database and connection pool; needs the ``postgres`` extra). All keep the
-state as its ``to_string()`` text, so a load always builds a new ``RunState`` that
-shares nothing with the one saved. The texts, their versions and the SQL live in the
-sessions layer (``histcore.sessions.versioned``): a store here serialises a RunState
-over one of its versioned text stores and says what went wrong in the run state's terms.
+Backends: ``MemoryRunStateStore``, ``SQLiteRunStateStore`` and
+``PostgresRunStateStore``, each a RunState's ``to_string()`` text over one of the
+versioned text stores (``histcore.sessions.versioned``), so a load shares nothing with
+what was saved. Details: docs/design.md, "RunState and resume" ("Checkpoint stores").
 """
 
 from __future__ import annotations

@@ -1,33 +1,16 @@
 """Items to stored JSON text and back, fast, and readable by the Agents SDK both ways.
 
-An item is stored only if it reads back as written (equal to it; tuples come back as
-lists). Plain JSON data (dicts with str keys, lists, str, int, float, bool, None; one
-check in the engine) is encoded by orjson. What orjson refuses but the standard
-``json`` module writes exactly (ints beyond 64 bits, lone surrogates, nesting orjson
-stops at) and non-finite floats (which orjson would silently turn into ``null``) are
-written by ``json.dumps``, as the SDK writes every row. Models (objects with
-``model_dump()``) are stored as ``model_dump(exclude_unset=True)``. Everything else is
-refused with a TypeError naming the item and the place in it, before anything is
-written: values ``json`` refuses (sets, bytes, objects), values orjson would quietly
-write as something else (datetime, date, UUID, Enum members that are not str or int
-values, dataclasses), dict keys that are not str (``{1: "a", "1": "b"}`` would read back
-as ``{"1": "b"}``), strings holding a surrogate pair as two characters (``"\\ud83d\\ude00"``
-reads back as ``"😀"``), circular references, and nesting deeper than the engine's
-``MAX_DEPTH`` (256 containers, the item itself counted).
-
-A large batch is encoded a chunk at a time (``encoded_chunks``), so that a writer never
-holds the text of all of it; texts that are kept are copied to right-sized ``bytes``
-first (``compact``): each result of ``orjson.dumps`` keeps the buffer it was written
-into, several KiB even for a short text.
-
-Decoding uses orjson and retries what it rejects with ``json.loads`` (the SDK writes
-``NaN``/``Infinity`` tokens that orjson does not read). A row that may hold an integer
-beyond 64 bits (19 or more digits in a row), which orjson would read as a float, is
-read by ``json.loads`` directly, so integers of any size come back exact. A row that
-holds no item is corrupt, and the caller skips and reports it: text neither can read,
-JSON that is not an object (``42``, ``null``, ``[1]``), and text nested deeper than
-``MAX_DEPTH`` (the same limit as for writing, measured on the text before decoding, so
-that no deeper row, whoever wrote it, reaches a reader that cannot copy it).
+Rules: an item is stored only if it reads back as written (tuples come back as lists).
+Plain JSON data is encoded by orjson; what orjson refuses or would change but ``json``
+writes exactly (big ints, lone surrogates, deep nesting, non-finite floats) is written
+by ``json.dumps``, as the SDK writes every row; models as
+``model_dump(exclude_unset=True)``; anything else is refused with a TypeError naming
+the item and the place, before anything is written. A large batch is encoded a chunk
+at a time (``encoded_chunks``), and kept texts are copied to right-sized ``bytes``
+(``compact``). Decoding uses orjson, ``json.loads`` for what it rejects or would read
+inexactly; a row that holds no item (not JSON, not an object, deeper than
+``MAX_DEPTH``) is corrupt and skipped by the caller. Details: docs/design.md,
+"Sessions" ("The SQLite store", *Stored text*).
 """
 
 from __future__ import annotations

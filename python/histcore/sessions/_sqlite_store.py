@@ -1,71 +1,17 @@
 """The blocking half of ``SQLiteSession``: one connection, its SQL, the history cache.
 
 Everything here runs in a worker thread, one operation at a time under the store's
-lock; ``sqlite.py`` puts it behind the async session API.
+lock; ``sqlite.py`` puts it behind the async session API. The tables are the OpenAI
+Agents SDK's, made by the same statements (``_sqlite_schema``), so a database written
+by either library opens and continues in the other.
 
-Tables are the OpenAI Agents SDK's, created with the same statements (``_sqlite_schema``),
-so a database written by either library opens and continues in the other::
-
-    agent_sessions(session_id TEXT PRIMARY KEY, created_at, updated_at)
-    agent_messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, message_data TEXT,
-                   created_at), indexed on (session_id, id)
-
-Opening
--------
-The constructor opens nothing: the first operation connects, in its worker thread, so
-waiting on a locked file never stalls an event loop, and a failed open is tried again
-by the next operation. A file that already has the tables is opened with reads only
-(no write transaction, so another connection's write does not hold it up). When
-SQLite says the database cannot be written (a read-only file or directory, a ``file:``
-URI with ``mode=ro``) it is opened read-only (``mode=ro``; in a read-only directory
-where a WAL file cannot get its ``-shm`` file, ``immutable=1`` if no ``-wal`` file holds
-changes): reads work, writes raise a SessionError saying the database is read-only.
-
-Incremental history
--------------------
-Re-reading and re-decoding a long conversation every turn is what makes a plain
-session slow. The store keeps the decoded items it has read (``sql_store.HistoryCache``,
-shared with the PostgreSQL session): the rows of the session with
-``floor < id <= last_id``, all of them (``floor`` None: from the first row). Appends
-get ever larger ids (the table is AUTOINCREMENT, so an id is never reused), hence a
-later read only fetches ``id > last_id``. A read that needs older items than the cache
-holds (a larger ``limit``) extends it downwards.
-
-Changes by other connections or processes are detected without scanning:
-``PRAGMA data_version`` changes only when another connection commits to the file. When
-it did change, ``COUNT(*)`` over the cached id range must still equal the number of
-rows the cache accounts for (pops, clears and prefix deletes by others lower it);
-otherwise the cache is dropped and rebuilt. Neither library rewrites a row in place,
-but ``histcore doctor --fix`` does, and notes it in the session's rewrite generation
-(``_sqlite_schema.note_rewrite``), which must then also still be the one the cache was
-read under. Writes through this store update the cache directly when nobody else wrote
-since the last sync. Not detected: another program rewriting ``message_data`` of an
-existing row in place without noting it.
-
-Handing out copies
-------------------
-Callers may mutate what they get, so a read returns copies and the cache stays
-intact. Measured on 10^5 generated items (~540 bytes of JSON each): decoding the kept
-JSON again takes ~150 ms, the engine's ``deep_copy_items`` ~40 ms (it rebuilds only
-dicts and lists and shares the immutable strings), plus ~20 ms the collector later
-spends once on the new containers. So the cache keeps decoded objects and every
-read returns ``deep_copy_items`` of them, built with the collector paused
-(``engine.collector``). The price is memory: the session keeps the decoded history
-(``cache_history=False`` turns this off). Rows this store appends are decoded by the
-next read, so ``add_items`` pays no decode: from their JSON text, which the cache keeps
-up to ``PENDING_TEXT_BYTES`` (1 MiB) in all, or else read back from the table. So a
-session written to and not read holds at most that much of what was written.
-
-Writes
-------
-A batch is inserted in one ``BEGIN IMMEDIATE`` transaction (a crash leaves all of it
-or none), with multi-row INSERTs binding the UTF-8 JSON directly as TEXT. It is encoded
-``ENCODE_CHUNK`` items at a time, each chunk inserted before the next is encoded, so a
-write holds the text of one chunk at once whatever its size; an item refused in a later
-chunk rolls the transaction back. After a large batch (>= 4 MiB of JSON) SQLite's
-automatic WAL checkpoint, which would copy the whole batch a second time inside the
-caller's commit, is skipped for that commit and run by ``checkpoint()`` right
-afterwards, off the caller's path.
+Rules: the first operation connects (never the constructor), and a database SQLite
+cannot write is opened read-only; reads keep the decoded history (``HistoryCache``)
+and fetch only ``id > last_id`` unless ``data_version``, the row count or the rewrite
+generation say another writer changed it; every read hands out copies
+(``deep_copy_items``, collector paused); a batch is one ``BEGIN IMMEDIATE``
+transaction, encoded ``ENCODE_CHUNK`` items at a time. How and why: docs/design.md,
+"Sessions" ("The SQLite store").
 """
 
 from __future__ import annotations

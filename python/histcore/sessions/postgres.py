@@ -2,52 +2,15 @@
 
 Needs the ``postgres`` extra (psycopg 3 and psycopg-pool). Sessions built from the same
 DSN in one event loop share one connection pool (``shared_pool``); ``close_pools()``
-closes them. Layout, created on first use (names configurable)::
+closes them. The tables (``agent_sessions``, ``agent_messages`` with the item's exact
+JSON text in ``message_text`` and a ``jsonb`` copy in ``message_data``, and the
+revision, op-id and, with ``keep_replaced=True``, archive tables) are made on first use.
 
-    agent_sessions(session_id TEXT PRIMARY KEY, created_at, updated_at, generation BIGINT)
-    agent_messages(id BIGINT IDENTITY PRIMARY KEY, session_id -> agent_sessions ON DELETE
-                   CASCADE, message_data JSONB, message_text TEXT NOT NULL, created_at),
-                   indexed on (session_id, id)
-    agent_sessions_revisions(session_id TEXT PRIMARY KEY, revision, last_id, ops BIGINT)
-    agent_sessions_op_ids(session_id, op_id, seq BIGINT), PRIMARY KEY (session_id, op_id)
-
-``message_text`` is the item's stored JSON text (the same encoding as the SQLite
-session), read back exactly; ``message_data`` is a ``jsonb`` copy for queries, NULL for
-the few items jsonb cannot hold (NaN/Infinity, ``\\u0000``, lone surrogates).
-
-Order and concurrency
----------------------
-Every write first locks its session's ``agent_sessions`` row, inside the transaction.
-Writers of one session therefore take turns, and ids within a session are handed out in
-commit order: a row committed after a reader's snapshot always has a larger id than
-every row that reader saw. Batches of concurrent writers never interleave, each
-writer's batches keep their order, and "rows with id > the last id I read" is exactly
-what a reader has not seen yet.
-
-Incremental reads
------------------
-As in the SQLite session, a session keeps the decoded items it has read (ids up to
-``last_id``) and later fetches only rows with larger ids. Removals (``pop_item``,
-``clear_session``) by anyone change the session row's ``generation`` (to the removing
-transaction's id, or the row disappears), and every read checks it in the same
-statement that fetches rows, so a cache that no longer matches the table is rebuilt.
-Not detected: rows deleted or rewritten by hand with plain SQL.
-
-Revisions and op ids
---------------------
-The two side tables (made on first use, also next to tables made before them; neither
-is cleared with the session) hold each session's revision, counted up in the
-transaction of every change, the newest row id it counted (``last_id``: a different
-newest id means a writer that does not count, such as raw SQL or an older histcore,
-changed the session, and the next transaction counts that too), and the op ids of its
-latest ``op_id_window`` ``add_items`` calls, written with their rows (``ops`` counts a
-session's op ids, and each keeps its number, ``seq``: the window is a range delete).
-
-With ``keep_replaced=True`` two more tables, ``agent_sessions_archive(session_id, id,
-message_text, removed_revision)`` and ``agent_sessions_writes(session_id, first_id,
-last_id, revision)``, keep the rows that ``replace_suffix``, ``pop_item`` and
-``clear_session`` remove (copied in the deleting transaction) and the revision of
-every write, for ``transcript()``; sessions without the option never make them.
+Rules: every write first locks its session's ``agent_sessions`` row, so a session's ids
+are handed out in commit order and "rows with id > the last id I read" is exactly what a
+reader has not seen; a read keeps the decoded items and checks the session row's
+``generation`` in the statement that fetches new rows. Layout, concurrency and what is
+not detected: docs/design.md, "Sessions" ("The PostgreSQL store").
 """
 
 from __future__ import annotations

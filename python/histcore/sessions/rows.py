@@ -1,21 +1,16 @@
 """What a stored session row is: the one rule every reader of stored rows applies.
 
 The sessions (SQLite, PostgreSQL, memory) and ``histcore doctor`` decode a row's
-``message_data`` with ``decode_stored``. A row it refuses (``CorruptRow``, whose
-message says why) holds no item: the sessions skip it (and ``pop_item`` leaves it
-where it is), the doctor reports it as not valid JSON. A row it reads is an item to
-all of them.
+``message_data`` with ``decode_stored``. A row it refuses (``CorruptRow``, whose message
+says why) holds no item: the sessions skip it (``pop_item`` leaves it where it is), the
+doctor reports it as not valid JSON. A row it reads is an item to all of them.
 
-* Bytes are JSON text in the encoding ``json.loads`` detects (RFC 4627): UTF-8, with
-  or without a byte order mark, or UTF-16 or UTF-32 (big or little endian, with or
-  without one), decoded strictly. A surrogate code point written as UTF-8 bytes
-  (CESU-8, or a lone surrogate) is refused: that is not UTF-8, and its text could not
-  be sent on as it stands. A str (PostgreSQL's ``text``) may start with one byte order
-  mark, skipped too.
-* The text is JSON as ``json.loads`` reads it (``NaN`` and ``Infinity`` tokens, which
-  the OpenAI Agents SDK writes, included; integers of any size exact), nested at most
-  ``MAX_DEPTH`` containers deep (measured on the text, as for writing: no deeper item
-  is ever stored or read), and an object.
+Rules: bytes are JSON text in the encoding ``json.loads`` detects (UTF-8, UTF-16 or
+UTF-32, with or without a byte order mark), decoded strictly (CESU-8 and lone
+surrogates refused); a str may start with one byte order mark; the text is JSON as
+``json.loads`` reads it (``NaN``/``Infinity`` included, integers exact), nested at most
+``MAX_DEPTH`` deep (measured on the text), and an object. See docs/design.md,
+"Sessions".
 """
 
 from __future__ import annotations

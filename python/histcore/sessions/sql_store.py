@@ -1,22 +1,15 @@
 """What histcore's SQL-backed stores share, whatever the database.
 
-``check_table_name`` is the one rule for the table names a store puts into its SQL
-(the session stores and the run-state stores alike).
+``check_table_name`` is the one rule for the table names a store puts into its SQL (the
+session stores and the run-state stores alike). The rest serves the session stores
+(``_sqlite_store`` and ``postgres``), which keep only their SQL and connections:
+``HistoryCache`` (the decoded rows with ``floor < id <= last_id``, extended back by
+``older_windows``/``add_older``; ``hand_out`` gives copies), ``SkipsCorruptRows``
+(decoding fetched rows, logging the corrupt ones once) and ``NewestPop`` (a pop of the
+newest row that decodes, removing only it).
 
-The rest serves the session stores (``_sqlite_store`` and ``postgres``), which keep
-only their SQL and connection handling:
-
-- ``HistoryCache``: the decoded rows of a session with ``floor < id <= last_id``, kept
-  between reads so that a read fetches only what the cache lacks; ``hand_out`` gives
-  the caller copies, so the cache stays intact;
-- ``HistoryCache.older_windows`` and ``add_older``: extending the cache back to the
-  latest ``need`` items, one window of rows at a time;
-- ``SkipsCorruptRows``: decoding fetched rows, leaving out (and logging once) the ones
-  that hold no item;
-- ``NewestPop``: a pop that finds the newest row that decodes, and removes only it.
-
-Row ids only grow within a session (AUTOINCREMENT in SQLite, an identity column taken
-under the session row's lock in PostgreSQL), which is what makes "the rows above
+Rule: row ids only grow within a session (AUTOINCREMENT in SQLite, an identity column
+taken under the session row's lock in PostgreSQL), which is what makes "the rows above
 ``last_id``" exactly the rows a cache has not seen.
 """
 

@@ -1,27 +1,20 @@
 """Versioned text by key, with optimistic concurrency: the persistence under durable
 checkpoints (the runner's ``RunState`` stores keep theirs here, as text).
 
-A store keeps one text per key together with a version number: 0 means "nothing
-stored", each write adds one. A write names the version it was based on
-(``expected_version``, 0 for the first write of a key) and succeeds only if that is
-still the stored version; otherwise it raises ``TextConflictError`` and leaves the
-newer text alone::
+A store keeps one text per key with a version: 0 means "nothing stored", each write
+adds one. Rules: a write names the version it was based on (``expected_version``) and
+succeeds only if that is still the stored one, else it raises ``TextConflictError`` and
+leaves the newer text alone; a version is never issued twice for one key, not even
+after ``delete``::
 
     stored = await store.read("job-7")                      # StoredText(3, "...")
     await store.write("job-7", new_text, expected_version=stored.version)   # 4
 
-A version is never issued twice for one key, not even after ``delete``: the first
-write after a delete gets the version after the deleted one, so a writer still holding
-a version from before the delete is stale, not mistaken for the current writer. The
-stores remember the last version of each deleted key for that (memory: in a dict;
-SQLite and PostgreSQL: in a second table, ``<table>_versions``, created next to the
-texts, also in databases made before it existed).
-
-Backends: ``MemoryTextStore`` (this process only), ``versioned_sqlite.SQLiteTextStore``
-(a file) and ``versioned_postgres.PostgresTextStore`` (the PostgreSQL sessions'
-database and connection pools; needs the ``postgres`` extra). A store knows nothing of
-what its texts hold. Its errors are ``TextStoreError`` (nothing changed) and its
-subclasses ``TextConflictError`` and ``TextStoreClosedError``.
+Backends: ``MemoryTextStore``, ``versioned_sqlite.SQLiteTextStore`` and
+``versioned_postgres.PostgresTextStore`` (needs the ``postgres`` extra); a store knows
+nothing of what its texts hold. Errors: ``TextStoreError`` (nothing changed) and its
+subclasses ``TextConflictError`` and ``TextStoreClosedError``. Details: docs/design.md,
+"RunState and resume" ("Checkpoint stores").
 """
 
 from __future__ import annotations

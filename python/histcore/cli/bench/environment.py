@@ -1,25 +1,14 @@
 """Where and with what a benchmark's numbers were taken: the JSON ``environment`` object.
 
-Both ``histcore bench --json`` and ``histcore bench --openai-agents --json`` carry it::
-
-    "environment": {
-      "histcore": "0.4.0",
-      "git_commit": "0123abcd..." or null,
-      "git_dirty": false or null,
-      "date": "2025-01-31T12:00:00Z",
-      "machine": {"platform": "Linux-6.8-x86_64-with-glibc2.39",
-                  "cpu": "AMD EPYC 7763 64-Core Processor", "cores": 2},
-      "python": "3.12.3",
-      "python_implementation": "CPython",
-      "openai_agents": "0.24.0" or null,
-      "backend": "rust",
-      "build_profile": "release" or null
-    }
+Both ``histcore bench --json`` and ``histcore bench --openai-agents --json`` carry it:
+``histcore`` (version), ``git_commit``, ``git_dirty``, ``date`` (UTC, ISO 8601),
+``machine`` (``platform``, ``cpu``, ``cores``), ``python``, ``python_implementation``,
+``openai_agents`` (version or null), ``backend`` and ``build_profile``.
 
 ``git_commit`` is histcore's own checkout's ``HEAD`` when histcore runs from one (an
 editable install), null for an installed wheel; ``git_dirty`` says whether tracked files
-differ from that commit. ``build_profile`` is the Rust engine's, null when it was not
-timed.
+differ from that commit. ``build_profile`` is the Rust engine's build profile, null when
+it was not timed.
 """
 
 from __future__ import annotations

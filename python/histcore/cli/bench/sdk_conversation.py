@@ -1,22 +1,16 @@
 """``histcore bench --openai-agents``: SDK conversation turns over large SQLite sessions.
 
-For each session size (default 10^4 and 10^5 items) one run times:
+For each session size (default 10^4 and 10^5 items) it times one turn of the SDK's own
+``Runner`` (a scripted model that calls a function tool, then answers; a file
+``SQLiteSession``; a ``session_input_callback``) plain, under ``install()`` and under
+``install(guard=True)``, alternating so all see the same load, and the same turn as the
+first of a fresh Python process (imports and ``install()`` before the clock starts).
 
-* a conversation turn of the OpenAI Agents SDK's own ``Runner`` (a scripted model that
-  calls a function tool, then answers; an ``SQLiteSession`` in a file; a
-  ``session_input_callback``), without ``histcore.openai_agents.install()``, with it,
-  and with ``install(guard=True)``, alternating so all see the same machine load (the
-  guard's cost is its own time within a guarded turn over the installed turn);
-* the same turn as the first one of a fresh Python process (imports and ``install()``
-  done before the clock starts; whatever the first call of anything costs is inside).
-
-Correctness comes first: a plain and an installed turn, each on its own copy of the
-store, must leave identical session contents, send identical model inputs and give the
-same final output; the guarded turn must send ``repair_input`` of the plain turn's model
-input. A mismatch stops the run (``CorrectnessError``).
-
-This module imports the SDK, so the command line imports it only for
-``--openai-agents``.
+Rule: correctness first. A plain and an installed turn, each on its own copy of the
+store, must leave identical sessions, send identical model inputs and give the same
+output; the guarded turn must send ``repair_input`` of the plain turn's input; a
+mismatch raises ``CorrectnessError``. This module imports the SDK, so the command line
+imports it only for ``--openai-agents``.
 """
 
 from __future__ import annotations

@@ -1,49 +1,17 @@
 """``histcore bench --store PATH`` / ``--dsn DSN``: time your own stored sessions.
 
 Instead of generated histories, the sessions of a session store: a SQLite file (the
-OpenAI Agents SDK's tables, as its SQLiteSession, AsyncSQLiteSession and
-AdvancedSQLiteSession write them, or histcore's SQLiteSession, which uses the same
-ones) or a PostgreSQL database (histcore's PostgresSession tables, or the SDK's
-SQLAlchemySession ones). The store is read with the doctor's readers
-(``histcore.cli.doctor``), and nothing in it is written: a SQLite file is opened
-read-only (a ``file:...?mode=ro`` URI; the ``-wal``/``-shm`` files a WAL-mode file's
-readers need are removed after if they were not there before; on a read-only volume,
-``immutable=1`` as the doctor does), and on PostgreSQL every connection is in read-only
-transactions.
+SDK's tables or histcore's, which are the same) or a PostgreSQL database (histcore's
+PostgresSession tables or the SDK's SQLAlchemySession ones), read with the doctor's
+readers. Per session it times read, re-read, prepare, the engine passes and, with
+``--openai-agents``, one SDK turn plain and installed; then each session's growth curve
+and a verdict (``--plot`` draws them).
 
-Per session (one output line each: id, items, then):
-
-* read: histcore's session reading the whole session fresh (``cache_history=False``:
-  every call reads and decodes every row) against the SDK's ``SQLiteSession.get_items``
-  (which always does). The SDK's SQLiteSession switches a file to WAL mode and creates
-  its tables when it opens one, so it reads a private copy of the session's rows (in
-  the SDK's tables, in a temporary directory), never the store. On PostgreSQL histcore
-  reads the store (PostgresSession on a read-only pool) and the SDK column is empty;
-* re-read: histcore's default session (history cache on) reading the session again
-  with nothing new, what every later turn of a live session pays;
-* prepare: ``prepare_input_with_session`` with one new user message and no callback,
-  histcore's against the SDK's, each over its own session (read included); nothing
-  is persisted;
-* passes: the engine passes a turn runs on the history (``PASSES``), histcore's active
-  engine against the SDK's helpers, summed in the table (each one in ``--json``);
-* with ``--openai-agents`` (opt-in: it runs the SDK's Runner twice per sample), one
-  SDK turn (``Runner.run``, a scripted model that calls a tool, then answers) on a copy
-  of the session, plain and under ``histcore.openai_agents.install()``.
-
-Then each session as it grew, a verdict per session and the store's sizes
-(``store_curve``); ``--plot`` draws the curves (``plot.store_figure``).
-
-Every result is checked first: histcore's read against the rows as stored (read again
-after it: a session a live writer changed meanwhile is read anew, and noted if it keeps
-changing), the SDK's read and prepare against histcore's, each pass against the pure
-twin (and the SDK's), and the plain and installed turns must send the same model input,
-answer the same and leave the same session. A difference stops the run with exit code
-1. Rows histcore's session skips (not valid JSON, or JSON but not an object) are named
-in a note and left out of the SDK's copy.
-
-This module reads the command line and runs the rest: ``store_plan`` (the plan, and
-the store opened and its sessions chosen), ``store_timing`` (the checked, timed calls)
-and ``store_report`` (the table and ``--json``).
+Rules: nothing in the store is written (SQLite opened read-only, PostgreSQL in read-only
+transactions; the SDK's read runs on a private copy), and every result is checked
+before it is timed: a difference stops the run with exit code 1. This module reads the
+command line; ``store_plan``, ``store_timing`` and ``store_report`` do the rest. What each
+column measures and what is checked: docs/design.md, "Benchmarking stored sessions".
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """What is wrong with one session's rows: the findings reported and repaired.
 
-Rows the rules cannot place are set aside first: rows that are not valid JSON (not
-UTF-8, not JSON, nested too deeply to read, NULL), rows that are JSON but not an item
-(not an object: ``42``, ``null``, ``[1, 2]``, ``"x"``) and items whose ``call_id`` is
-not a string. The other rows are the session's *items*.
-
-On the items: tool outputs stored before their call, and duplicate tool calls and
-outputs (what the dedupe step of a repair collapses, ``dedupe.py``). Then the engine's
-model-input checker (``histcore.items.input_problems``) runs over the items as that
-dedupe leaves them, with the stored items as ``history``: outputs without a call,
-calls without an output, duplicate ids, reasoning items without the item they produced,
-items without their reasoning item, and reasoning items not directly followed by the
-item stored after them (the dedupe moved or collapsed it). A call at the end that
-awaits its output (a run paused for approval) is reported as information, not as a
-problem.
-
-The items here are the rows' stand-ins (``facts.py``): the fields every one of these
-rules reads, and nothing else of the item.
+Rows the rules cannot place are set aside first: not valid JSON (not UTF-8, not JSON,
+nested too deeply, NULL), JSON that is not an object, and items whose ``call_id`` is
+not a string. On the other rows, the session's *items* (as ``facts.py`` stand-ins):
+tool outputs stored before their call, and duplicate tool calls and outputs (what the
+dedupe step of a repair collapses, ``dedupe.py``); then the engine's
+``input_problems`` over the items as that dedupe leaves them, with the stored items as
+``history``. A call at the end that awaits its output (a run paused for approval) is
+information, not a problem. Each kind of finding: docs/doctor.md, "What it reports".
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """What the doctor keeps of a decoded item: the few fields its rules read.
 
-A session of 10^6 items decoded whole takes gigabytes; the doctor's rules read six
-fields of an item and nothing else, so a row keeps a small *stand-in* dict holding
-those (and the decoded item is dropped as soon as it is read):
+The model-input rules, the dedupe of tool items and the doctor's own checks read only
+``type``, ``role``, ``id``, ``call_id``, ``status`` and ``caller`` (its ``type`` and
+``caller_id``) of an item, each compared with a str or tested for None. So a row keeps
+a small *stand-in* dict of those, and the decoded item is dropped as soon as it is read.
 
-* the model-input rules (``histcore.items.input_problems`` and ``repair_input``, in
-  both engines: ``engine/pure/input_rules.py``, ``rust/py/input_rules.rs``) read
-  ``type``, ``role``, ``id``, ``call_id``, ``status`` and ``caller`` (its ``type`` and
-  ``caller_id``), each compared with a str or tested for None;
-* the dedupe of tool items (``dedupe.py``, and the engine's dedupe it is checked
-  against) reads ``type``, ``role`` and ``call_id`` of the items ``tool_role`` names,
-  and ``id``;
-* the doctor's own checks read ``call_id`` (``tool_role``, ``pair_key``).
-
-A stand-in gives each of these reads the answer the item gives. A value the rules
-compare with a str (or test for None) is kept when it is a str, a number, a bool or
-None, which compare as they are and cost little. A list or dict there (a JSON value
-no rule can take as a str) becomes ``0``: like the original it is not None, is no str
-and equals no str. ``caller`` becomes ``{"type": "program", "caller_id": ...}`` when
-it is a dict whose type is "program" (the only caller the rules tell apart), and
-``0`` otherwise; a missing field stays missing.
+Rule: each read gets the answer the item gives. A str, number, bool or None is kept as
+it is; a list or dict there becomes ``0`` (not None, no str, equal to no str);
+``caller`` becomes ``{"type": "program", "caller_id": ...}`` when it is a dict of type
+"program" (the only caller the rules tell apart), ``0`` otherwise; a missing field stays
+missing. Memory use: docs/doctor.md, "Memory".
 """
 
 from __future__ import annotations

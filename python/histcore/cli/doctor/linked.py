@@ -1,22 +1,18 @@
 """Tables of a SQLite store that point at its messages, kept consistent by a repair.
 
-The OpenAI Agents SDK's ``AdvancedSQLiteSession`` adds, next to the two tables every
-session store has, ``message_structure`` (one row per message and branch: its order in
-the branch, its user turn, its type and tool name; ``message_id`` refers to the
-messages table) and ``turn_usage`` (token usage per session, branch and user turn), and
-reads a session through them. A repair of such a store changes them with the messages,
-in the same transaction:
+The SDK's ``AdvancedSQLiteSession`` adds ``message_structure`` (one row per message and
+branch: its order, user turn, type and tool name; ``message_id`` refers to the messages
+table) and ``turn_usage`` (token usage per session, branch and user turn). A repair
+changes them with the messages, in the same transaction: a deleted message loses its
+``message_structure`` rows and a turn left without any loses its ``turn_usage`` row (as
+the SDK's ``pop_item`` does); a message that takes a later row's content takes its
+``message_type`` and ``tool_name`` too.
 
-* a deleted message loses its ``message_structure`` rows, and a turn left without any
-  row loses its ``turn_usage`` row (as the SDK's own ``pop_item`` does);
-* a message that takes a later row's content takes that row's ``message_type`` and
-  ``tool_name`` too.
-
-The doctor checks a session in id order, the order the SDK's ``get_items`` reads a
-branch in only while a session has one branch whose sequence follows the ids (branches
-share message rows). A store where that is not so is refused with one line naming
-``message_structure``; so is, for ``--fix``, a store with any other table whose foreign
-key refers to the messages table (the doctor cannot know what its rows mean).
+Rule: the doctor checks a session in id order, which is the SDK's branch order only
+while the session has one branch following the ids; any other store is refused in one
+line naming ``message_structure``, and so is, for ``--fix``, a store with another table
+whose foreign key refers to the messages. See docs/doctor.md, "Stores of the SDK's
+``AdvancedSQLiteSession``".
 """
 
 from __future__ import annotations
