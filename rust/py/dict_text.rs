@@ -2,6 +2,7 @@
 //! call (cheaper than the Python frame of the SDK's `fingerprint_input_item`).
 
 use pyo3::prelude::*;
+use pyo3::pyclass::{PyTraverseError, PyVisit};
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
 
 use crate::py::args::str_tuple;
@@ -62,6 +63,17 @@ impl DictText {
         self.fallback
             .bind(py)
             .call(PyTuple::new(py, call_args)?, kwargs)
+    }
+
+    /// So the collector sees the fallback and the watch (both may lead back here); frozen,
+    /// so no `__clear__`: the fallback function or the watch breaks such a cycle.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.fallback)?;
+        self.skip
+            .iter()
+            .chain(&self.skip_with_ids)
+            .try_for_each(|name| visit.call(name))?;
+        visit.call(&self.watch)
     }
 }
 

@@ -2,6 +2,7 @@
 //! construction, by a fallback otherwise, in one call; and the `screened_*` functions.
 
 use pyo3::prelude::*;
+use pyo3::pyclass::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::core::keys::KeyBuilder;
@@ -110,5 +111,12 @@ impl ScreenedKey {
             }
         }
         self.fallback.bind(py).call(args, kwargs)
+    }
+
+    /// So the collector sees the fallback and the watch (whose armed names may hold this
+    /// very object); frozen, so no `__clear__`: the cycle is broken at the watch.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.fallback)?;
+        visit.call(&self.watch)
     }
 }

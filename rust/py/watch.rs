@@ -1,8 +1,13 @@
 //! `NameWatch`: whether watched names still hold the objects they held when armed. A
 //! drop-in asks it on every call, so it must cost a few dict lookups, not a Python loop.
+//!
+//! What it holds when armed is often the very replacement that holds the watch (a module
+//! global bound to it): `__traverse__` and `__clear__` let the collector see and break
+//! that cycle, and `disarm` drops it outright.
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::pyclass::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyList, PySet, PyString, PyType};
 
 use super::dict;
@@ -93,6 +98,17 @@ impl Snapshot {
                 found.into_iter().map(Bound::unbind).collect(),
             ),
             None => Snapshot::Object(value.unbind()),
+        }
+    }
+
+    /// Visit every object held (for the collector).
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self {
+            Snapshot::Object(object) => visit.call(object),
+            Snapshot::Members(kind, expected) => {
+                visit.call(kind)?;
+                expected.iter().try_for_each(|member| visit.call(member))
+            }
         }
     }
 
@@ -195,8 +211,10 @@ impl NameWatch {
         Ok(())
     }
 
+    /// Stop taking the fast path, and let go of what was noted when armed (often the
+    /// replacement that holds this watch).
     fn disarm(&mut self) {
-        self.armed = false;
+        self.forget();
     }
 
     #[getter]
@@ -227,6 +245,33 @@ impl NameWatch {
         Ok(true)
     }
 
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for group in &self.groups {
+            visit.call(&group.namespace)?;
+            group.names.iter().try_for_each(|name| visit.call(name))?;
+            group
+                .expected
+                .iter()
+                .try_for_each(|held| visit.call(held))?;
+        }
+        for (namespace, name) in &self.constants {
+            visit.call(namespace)?;
+            visit.call(name)?;
+        }
+        for constant in &self.armed_constants {
+            visit.call(&constant.namespace)?;
+            visit.call(&constant.name)?;
+            constant.snapshot.traverse(&visit)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.forget();
+        self.groups.clear();
+        self.constants.clear();
+    }
+
     fn __repr__(&self) -> String {
         let names: usize = self.groups.iter().map(|group| group.names.len()).sum();
         format!(
@@ -234,5 +279,16 @@ impl NameWatch {
             self.constants.len(),
             if self.armed { "armed" } else { "unarmed" }
         )
+    }
+}
+
+impl NameWatch {
+    /// Disarm and drop what `arm` noted (an unarmed watch is never intact: nothing reads it).
+    fn forget(&mut self) {
+        self.armed = false;
+        for group in &mut self.groups {
+            group.expected = Vec::new();
+        }
+        self.armed_constants = Vec::new();
     }
 }

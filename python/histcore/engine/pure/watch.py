@@ -74,7 +74,11 @@ class NameWatch:
         self.armed = True
 
     def disarm(self) -> None:
+        """Stop taking the fast path, and let go of what was noted when armed (often the
+        replacement that holds this watch: a cycle, freed now rather than by the collector)."""
         self.armed = False
+        self._checks = ()
+        self._constants = ()
 
     def intact(self) -> bool:
         """Whether the watch is armed and every watched name still holds the object it
