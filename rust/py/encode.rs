@@ -7,51 +7,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
 use super::dict;
+use super::key_entry::Entry;
 use super::text::{str_bytes, Text};
 use crate::core::canonical::{self, MAX_DEPTH};
-
-struct Entry<'py> {
-    /// The first 8 key bytes, big-endian and zero-padded: most key comparisons end here.
-    prefix: u64,
-    key: Text<'py>,
-    value: Bound<'py, PyAny>,
-}
-
-impl<'py> Entry<'py> {
-    fn new(key: Text<'py>, value: Bound<'py, PyAny>) -> Self {
-        Entry {
-            prefix: key_prefix(key.as_ref()),
-            key,
-            value,
-        }
-    }
-
-    fn set_key(&mut self, key: Text<'py>) {
-        self.prefix = key_prefix(key.as_ref());
-        self.key = key;
-    }
-}
-
-#[inline]
-fn key_prefix(key: &[u8]) -> u64 {
-    if let Some(head) = key.first_chunk::<8>() {
-        return u64::from_be_bytes(*head);
-    }
-    // Short keys byte by byte: a copy of unknown length would call `memcpy`.
-    let mut prefix = 0u64;
-    for (index, &byte) in key.iter().enumerate() {
-        prefix |= u64::from(byte) << (56 - 8 * index);
-    }
-    prefix
-}
-
-/// Byte order of keys (the prefix decides unless it ties).
-#[inline]
-fn key_order(a: &Entry<'_>, b: &Entry<'_>) -> std::cmp::Ordering {
-    a.prefix
-        .cmp(&b.prefix)
-        .then_with(|| a.key.as_ref().cmp(b.key.as_ref()))
-}
 
 pub fn depth_error() -> PyErr {
     PyValueError::new_err(canonical::depth_error_message())
@@ -237,7 +195,7 @@ impl<'py> Encoder<'py> {
         let mut entries = std::mem::take(&mut self.entry_pools[depth]);
         let result = self.dict_entries(value, top, &mut entries).and_then(|()| {
             // Stable, so keys that read the same (`1` and `"1"`) keep their dict order.
-            entries.sort_by(key_order);
+            entries.sort_by(Entry::key_order);
             self.out.push(b'{');
             for (position, entry) in entries.iter().enumerate() {
                 if position > 0 {

@@ -7,8 +7,9 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString};
 
+use super::dict;
 use super::text::str_bytes;
 
 /// The names read, in [`Name`] order.
@@ -23,7 +24,7 @@ const NAMES: [&str; 7] = [
 ];
 
 /// Dicts with more keys than this are read by lookups (a walk visits every key).
-const MOST_KEYS: ffi::Py_ssize_t = 12;
+const MOST_KEYS: usize = 12;
 
 #[derive(Clone, Copy)]
 pub enum Name {
@@ -69,37 +70,30 @@ impl Walk {
     /// `dict` is a live exact dict, and the walk's values are read only while it is held and
     /// before any Python code runs (which could change it).
     pub unsafe fn of(dict: &Bound<'_, PyAny>, names: &Names<'_>) -> Option<Walk> {
-        let py = dict.py();
-        let dict = dict.as_ptr();
-        // SAFETY: `dict` is a live dict (the caller's contract).
-        if unsafe { ffi::PyDict_Size(dict) } > MOST_KEYS {
+        // SAFETY: `dict` is a live exact dict (the caller's contract).
+        let dict = unsafe { dict.cast_unchecked::<PyDict>() };
+        if dict.len() > MOST_KEYS {
             return None;
         }
         let mut walk = Walk {
             values: [std::ptr::null_mut(); 7],
         };
-        let mut position: ffi::Py_ssize_t = 0;
-        let mut key = std::ptr::null_mut();
-        let mut value = std::ptr::null_mut();
-        // SAFETY: GIL held, `dict` alive; `PyDict_Next` yields borrowed pairs. Nothing below
-        // runs Python code: an exact `str`'s hash and text are CPython's own.
-        unsafe {
-            while ffi::PyDict_Next(dict, &raw mut position, &raw mut key, &raw mut value) != 0 {
-                if ffi::Py_TYPE(key) != &raw mut ffi::PyUnicode_Type {
-                    return None;
-                }
-                let hash = ffi::PyObject_Hash(key);
-                let Some(at) = names.hashes.iter().position(|&known| known == hash) else {
-                    continue;
-                };
-                if key == names.keys[at].as_ptr()
-                    || str_bytes(&Bound::from_borrowed_ptr(py, key))
-                        .ok()?
-                        .as_bytes()
-                        == NAMES[at].as_bytes()
-                {
-                    walk.values[at] = value;
-                }
+        // SAFETY: nothing below runs Python code: an exact `str`'s hash and text are
+        // CPython's own.
+        let mut pairs = unsafe { dict::items(dict) };
+        while let Some((key, value)) = pairs.next_pair() {
+            if !key.is_exact_instance_of::<PyString>() {
+                return None;
+            }
+            // SAFETY: GIL held, `key` is a live exact `str`.
+            let hash = unsafe { ffi::PyObject_Hash(key.as_ptr()) };
+            let Some(at) = names.hashes.iter().position(|&known| known == hash) else {
+                continue;
+            };
+            if key.as_ptr() == names.keys[at].as_ptr()
+                || str_bytes(&key).ok()?.as_bytes() == NAMES[at].as_bytes()
+            {
+                walk.values[at] = value.as_ptr();
             }
         }
         Some(walk)

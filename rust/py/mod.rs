@@ -11,6 +11,7 @@ pub mod extract;
 pub mod field_scan;
 pub mod gil;
 pub mod input_rules;
+pub mod key_entry;
 pub mod orphans;
 pub mod rows;
 pub mod screened_key;

@@ -12,6 +12,7 @@ use crate::core::canonical::{self, MAX_DEPTH};
 use crate::core::pyjson_text::write_ascii_string;
 use crate::py::args::{new_list, str_tuple, Items};
 use crate::py::dict;
+use crate::py::key_entry::Entry;
 use crate::py::text::{str_bytes, to_py_string, Text};
 
 pub fn sorted_json_text<'py>(
@@ -59,25 +60,6 @@ fn skipped_names<'py>(skip: Option<&Bound<'py, PyAny>>) -> PyResult<Vec<Text<'py
         }
     }
     Ok(left_out)
-}
-
-struct Entry<'py> {
-    /// The first 8 key bytes, big-endian and zero-padded: orders keys like their bytes.
-    prefix: u64,
-    key: Text<'py>,
-    value: Bound<'py, PyAny>,
-}
-
-#[inline]
-fn key_prefix(key: &[u8]) -> u64 {
-    if let Some(head) = key.first_chunk::<8>() {
-        return u64::from_be_bytes(*head);
-    }
-    let mut prefix = 0u64;
-    for (index, &byte) in key.iter().enumerate() {
-        prefix |= u64::from(byte) << (56 - 8 * index);
-    }
-    prefix
 }
 
 type SparePools = Vec<Vec<Entry<'static>>>;
@@ -241,11 +223,7 @@ impl<'py> SortedJson<'py> {
         let mut entries = std::mem::take(&mut self.pools[depth]);
         let done = self.entries(value, skip, &mut entries) && {
             // Keys are distinct str: their text bytes order them by code point.
-            entries.sort_unstable_by(|a, b| {
-                a.prefix
-                    .cmp(&b.prefix)
-                    .then_with(|| a.key.as_ref().cmp(b.key.as_ref()))
-            });
+            entries.sort_unstable_by(Entry::key_order);
             self.out.push(b'{');
             let mut written = true;
             for (position, entry) in entries.iter().enumerate() {
@@ -289,11 +267,7 @@ impl<'py> SortedJson<'py> {
             {
                 continue;
             }
-            entries.push(Entry {
-                prefix: key_prefix(text.as_ref()),
-                key: text,
-                value: member.to_owned(),
-            });
+            entries.push(Entry::new(text, member.to_owned()));
         }
         true
     }
