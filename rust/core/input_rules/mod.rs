@@ -1,0 +1,30 @@
+//! The model-input rules (docs/design.md, "Model input the API accepts") over per-item
+//! facts: the problems of a list of items ([`Checker::problems`]) and its repair
+//! ([`repair`]), the rules of `input_problems` and `repair_input`.
+//!
+//! The binding reads each item once into a [`Facts`] through an [`ItemReader`] (see
+//! [`read`]), and a stored history's items into what rules (e) and (f) need (see [`Stored`]),
+//! their strings pushed to a [`Strings`](super::strings::Strings) and then numbered (see
+//! [`number`]); everything here is plain Rust and linear in the number of items.
+//!
+//! `facts`: what an item is to the rules; `stored`: rules (e) and (f) from a stored history;
+//! `check`: the problems of a list; `repair`: the items a repair keeps.
+
+mod check;
+mod facts;
+mod repair;
+mod stored;
+#[cfg(test)]
+mod tests;
+
+pub use check::{Checker, Kind, Problem};
+pub use facts::{key_text, number, read, Class, Facts, ItemReader, Key, TypeClass};
+pub use repair::repair;
+pub use stored::{KeptStored, Required, Stored, StoredReader};
+
+const NONE: u32 = u32::MAX;
+
+/// A position as u32 (the rules index items with u32).
+fn at(position: usize) -> u32 {
+    u32::try_from(position).expect("fewer than 2^32 items")
+}
