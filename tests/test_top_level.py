@@ -18,6 +18,8 @@ from histcore import (
     MemorySession,
     SessionSettings,
     SQLiteSession,
+    StoredHistory,
+    input_problems,
     prepare_input_with_session,
 )
 from histcore import sessions as sessions_module
@@ -35,6 +37,17 @@ def test_session_names_are_the_sessions_modules_own() -> None:
     assert prepare_input_with_session is sessions_module.prepare_input_with_session
     for name in SESSION_NAMES:
         assert name in histcore.__all__
+
+
+def test_stored_history_is_the_item_apis() -> None:
+    """``StoredHistory`` is public at ``histcore.items`` (and here), for type checkers too."""
+    assert StoredHistory is histcore.items.StoredHistory
+    assert "StoredHistory" in histcore.items.__all__
+    assert "StoredHistory" in histcore.__all__
+    stored: StoredHistory = StoredHistory([{"type": "reasoning", "id": "rs_1"}])
+    stored.extend([{"type": "message", "role": "assistant", "id": "msg_1"}])
+    assert len(stored) == 2
+    assert input_problems([{"type": "reasoning", "id": "rs_1"}], history=stored) != []
 
 
 def test_every_name_in_all_resolves() -> None:

@@ -1,7 +1,9 @@
-"""Item-level history passes: the public face of ``histcore.engine.items``."""
+"""Item-level history passes: the one public path of each engine function (bound in
+``histcore.engine.items`` and ``histcore.engine.input_rules``)."""
 
 from __future__ import annotations
 
+from histcore.engine.input_rules import StoredHistory
 from histcore.engine.items import (
     BACKEND,
     MAX_DEPTH,
@@ -25,6 +27,7 @@ __all__ = [
     "BACKEND",
     "MAX_DEPTH",
     "InputProblem",
+    "StoredHistory",
     "canonical_json",
     "classify_callback_output",
     "content_key",

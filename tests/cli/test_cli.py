@@ -28,6 +28,7 @@ from histcore.cli.bench.report import linearity, render
 from histcore.cli.bench.timing import Timing
 from histcore.cli.main import main
 from histcore.engine import pure as _pure
+from histcore.engine.names import ENGINE_NAMES
 
 TINY = ["--sizes", "200", "--repeat", "1"]
 #: A size's progress line: ``[1/2] 10^3 items (40 cases) ........................ 3.1 s``.
@@ -37,7 +38,7 @@ ALL_CASES = [(name, shape) for name, operation in OPERATIONS.items() for shape i
 
 def fake_engine(profile: str, **overrides: Any) -> SimpleNamespace:
     """A stand-in for histcore._core: the pure twin's functions and a build profile."""
-    functions = {name: getattr(_pure, name) for name in _pure.__all__}
+    functions = {name: getattr(_pure, name) for name in ENGINE_NAMES}
     return SimpleNamespace(**{**functions, **overrides, "build_profile": profile})
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import histcore
 import histcore.items
-from histcore.engine import _support, items
+from histcore.engine import _support, input_rules, items
 from histcore.engine.names import (
     CORE_ONLY_NAMES,
     ENGINE_NAMES,
@@ -72,7 +72,8 @@ def test_stub_lists_the_engine_names() -> None:
 
 
 def test_twin_exports_the_engine_names(pure: ModuleType) -> None:
-    assert sorted(pure.__all__) == sorted(ENGINE_NAMES)
+    # The item passes are public at histcore.items alone (tests/test_public_paths.py).
+    assert sorted(pure.__all__) == sorted(set(ENGINE_NAMES) - set(ITEM_NAMES))
     assert set(ENGINE_NAMES) <= _public(pure)
 
 
@@ -82,20 +83,14 @@ def test_the_engine_names_are_item_passes_or_support() -> None:
 
 
 @pytest.mark.parametrize(
-    ("binder", "names", "wrapped"),
-    [
-        (items, ITEM_NAMES, {"BACKEND", "InputProblem", "input_problems", "repair_input"}),
-        (_support, SUPPORT_NAMES, set()),
-    ],
-    ids=["items", "_support"],
+    ("binder", "names"), [(items, ITEM_NAMES), (_support, SUPPORT_NAMES)], ids=["items", "_support"]
 )
-def test_binders_bind_their_engine_names(
-    binder: ModuleType, names: tuple[str, ...], wrapped: set[str]
-) -> None:
+def test_binders_bind_their_engine_names(binder: ModuleType, names: tuple[str, ...]) -> None:
     """``histcore.engine.items`` binds the item passes and ``histcore.engine._support``
     the rest, but the internal names, each the loaded backend module's own object."""
-    bound = set(binder.__all__) - wrapped
-    assert bound == set(names) - set(INTERNAL_NAMES)
+    bound = set(names) - set(INTERNAL_NAMES)
+    if binder is _support:
+        assert set(binder.__all__) == bound
     module = importlib.import_module(
         "histcore._core" if items.BACKEND == "rust" else "histcore.engine.pure"
     )
@@ -104,10 +99,14 @@ def test_binders_bind_their_engine_names(
 
 
 def test_histcore_items_is_the_face_of_the_item_passes() -> None:
-    """``histcore.items`` exports exactly what ``histcore.engine.items`` binds."""
-    assert sorted(histcore.items.__all__) == sorted(items.__all__)
+    """``histcore.items`` exports the item passes (their ``input_problems`` and
+    ``repair_input`` the readable ones of ``histcore.engine.input_rules``), the backend
+    name and ``InputProblem``; ``histcore.engine.items`` exports none of them."""
+    assert sorted(histcore.items.__all__) == sorted([*ITEM_NAMES, "BACKEND", "InputProblem"])
+    assert items.__all__ == []
     for name in histcore.items.__all__:
-        assert getattr(histcore.items, name) is getattr(items, name), name
+        bound_at = input_rules if name in INTERNAL_NAMES or name == "InputProblem" else items
+        assert getattr(histcore.items, name) is getattr(bound_at, name), name
 
 
 def test_same_public_names(pure: ModuleType, core: ModuleType) -> None:
@@ -117,7 +116,7 @@ def test_same_public_names(pure: ModuleType, core: ModuleType) -> None:
 
 
 def test_same_signatures(pure: ModuleType, core: ModuleType) -> None:
-    for name in pure.__all__:
+    for name in ENGINE_NAMES:
         ours = getattr(pure, name)
         if not callable(ours):
             assert getattr(core, name) == ours, name
@@ -150,7 +149,7 @@ def test_stub_matches_the_extension(core: ModuleType, tmp_path: Path) -> None:
 def test_same_docstrings(pure: ModuleType, core: ModuleType) -> None:
     """Every engine function documents itself with the twin's words (the Rust ``///``
     text is the docstring; the signature lives in ``__text_signature__``)."""
-    functions = [name for name in pure.__all__ if callable(getattr(pure, name))]
+    functions = [name for name in ENGINE_NAMES if callable(getattr(pure, name))]
     assert functions
     for name in functions:
         ours = inspect.getdoc(getattr(pure, name))

@@ -14,18 +14,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from histcore.engine.backend import backend_module
 from histcore.engine.pure.input_rules import PROBLEM_KINDS, USER_SIDE_ROLES, _text, unit_roots
 
+# InputProblem, StoredHistory, input_problems and repair_input are public at
+# histcore.items alone.
 __all__ = [
     "PROBLEM_KINDS",
-    "InputProblem",
-    "StoredHistory",
     "drop_units",
-    "input_problems",
-    "repair_input",
     "window_start",
 ]
 
 if TYPE_CHECKING:
-    from histcore._core import StoredHistory
+    from histcore._core import StoredHistory as StoredHistory
 else:
     #: Rules (e) and (f) of a stored history read once (the loaded engine's): pass it
     #: as ``history`` in place of the items, and ``extend`` it as the store grows.

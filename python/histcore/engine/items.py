@@ -7,8 +7,9 @@ objects as the input.
 
 The names are those of ``histcore.engine.names.ITEM_NAMES`` (but its
 ``INTERNAL_NAMES``), bound here one by one so that type checkers see each;
-``tests/engine/test_parity.py`` checks that they are exactly that list. What only the
-SDK drop-in and the session codec use is bound in ``histcore.engine._support``.
+``tests/engine/test_parity.py`` checks them. ``histcore.items`` is their one public
+path. What only the SDK drop-in and the session codec use is bound in
+``histcore.engine._support``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from histcore.engine.backend import backend_module
 from histcore.engine.input_rules import InputProblem as InputProblem
 from histcore.engine.input_rules import input_problems as input_problems
 from histcore.engine.input_rules import repair_input as repair_input
-from histcore.engine.names import INTERNAL_NAMES, ITEM_NAMES
 
 dedupe_key = backend_module.dedupe_key
 dedupe_keys = backend_module.dedupe_keys
@@ -33,10 +33,5 @@ plain_json_copy = backend_module.plain_json_copy
 classify_callback_output = backend_module.classify_callback_output
 MAX_DEPTH: int = backend_module.MAX_DEPTH
 
-__all__ = [
-    "BACKEND",
-    "InputProblem",
-    "input_problems",
-    "repair_input",
-    *(name for name in ITEM_NAMES if name not in INTERNAL_NAMES),
-]
+# Bound for histcore.items, their one public path: none is exported from here too.
+__all__: list[str] = []

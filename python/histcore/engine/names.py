@@ -13,8 +13,8 @@ from __future__ import annotations
 
 __all__ = ["CORE_ONLY_NAMES", "ENGINE_NAMES", "INTERNAL_NAMES", "ITEM_NAMES", "SUPPORT_NAMES"]
 
-#: The item passes: ``histcore.engine.items`` binds them, ``histcore.items`` is their
-#: public face.
+#: The item passes: ``histcore.engine.items`` binds them, ``histcore.items`` is their one
+#: public path.
 ITEM_NAMES: tuple[str, ...] = (
     "MAX_DEPTH",
     "StoredHistory",

@@ -1,10 +1,11 @@
-"""Pure-Python twin of the Rust engine (``histcore._core``): its public API, gathered here
-from the modules of this package, each named after its Rust counterpart in ``rust/core/``
-or ``rust/py/`` (``orphans.py`` is the twin of ``orphans.rs``).
+"""Pure-Python twin of the Rust engine (``histcore._core``): its API, gathered here from
+the modules of this package, each named after its Rust counterpart in ``rust/core/`` or
+``rust/py/`` (``orphans.py`` is the twin of ``orphans.rs``).
 
-Every public name here has the same signature, results and exceptions as its Rust
-counterpart; ``tests/engine/test_parity.py`` and the differential tests hold both to that.
-The twin is the executable specification: when the two disagree, read this package.
+Every name of ``histcore.engine.names.ENGINE_NAMES`` here has the same signature, results
+and exceptions as its Rust counterpart; ``tests/engine/test_parity.py`` and the
+differential tests hold both to that. The twin is the executable specification: when
+the two disagree, read this package.
 
 Values of user-defined types follow docs/design.md, "User-defined types": subclasses of
 builtins are read by what they hold (``dict.get``, ``dict.items``, ``list.copy``,
@@ -14,7 +15,7 @@ are read one at a time, in list order; and containers are read at once when reac
 
 from __future__ import annotations
 
-from histcore.engine.names import ENGINE_NAMES
+from histcore.engine.names import ENGINE_NAMES, ITEM_NAMES
 from histcore.engine.pure.canonical import (
     MAX_DEPTH as MAX_DEPTH,
 )
@@ -97,5 +98,6 @@ from histcore.engine.pure.watch import (
     NameWatch as NameWatch,
 )
 
-# The names the twin shares with the extension: written once, in histcore.engine.names.
-__all__ = list(ENGINE_NAMES)
+# The names the twin shares with the extension are histcore.engine.names.ENGINE_NAMES;
+# of them, the item passes are public at histcore.items alone.
+__all__ = [name for name in ENGINE_NAMES if name not in ITEM_NAMES]

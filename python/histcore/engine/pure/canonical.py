@@ -11,7 +11,8 @@ from typing import Any
 from histcore.engine.pure.extract import dumped, plain_str
 from histcore.engine.vocabulary import METADATA_KEYS
 
-__all__ = ["MAX_DEPTH", "canonical_json"]
+# The item passes here are public at histcore.items alone.
+__all__: list[str] = []
 
 
 #: Containers nested deeper than this raise ValueError (also catches cycles).

@@ -9,7 +9,8 @@ from typing import Any
 from histcore.engine.pure.args import as_list, each, read_item
 from histcore.engine.pure.content import content_key
 
-__all__ = ["classify_callback_output"]
+# The item passes here are public at histcore.items alone.
+__all__: list[str] = []
 
 
 def classify_callback_output(

@@ -10,7 +10,8 @@ from histcore.engine.pure.args import as_list, each, pick
 from histcore.engine.pure.extract import dumped
 from histcore.engine.pure.keys import key_of
 
-__all__ = ["deduplicate_input_items", "deduplicate_input_items_preferring_latest"]
+# The item passes here are public at histcore.items alone.
+__all__: list[str] = []
 
 
 def deduplicate_input_items(items: Iterable[Any]) -> list[Any]:

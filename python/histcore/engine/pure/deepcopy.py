@@ -10,7 +10,8 @@ from typing import Any
 from histcore.engine.pure.args import as_list, each, str_tuple
 from histcore.engine.pure.canonical import MAX_DEPTH
 
-__all__ = ["deep_copy_items", "plain_json_copy", "shallow_dict_copies"]
+# The item passes here are public at histcore.items alone.
+__all__ = ["shallow_dict_copies"]
 
 
 def _copy(value: Any, depth: int) -> Any:

@@ -26,12 +26,10 @@ from histcore.engine.vocabulary import (
     OUTPUT_TYPES,
 )
 
+# StoredHistory, input_problems and repair_input are public at histcore.items alone.
 __all__ = [
     "PROBLEM_KINDS",
     "USER_SIDE_ROLES",
-    "StoredHistory",
-    "input_problems",
-    "repair_input",
     "repair_unit_roots",
     "unit_roots",
 ]

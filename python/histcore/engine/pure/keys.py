@@ -11,7 +11,8 @@ from histcore.engine.pure.args import as_list, each
 from histcore.engine.pure.extract import dumped, plain_str, str_field
 from histcore.engine.vocabulary import CALL_AND_OUTPUT_TYPES, FAKE_ID, PRECURSOR_TYPES
 
-__all__ = ["dedupe_key", "dedupe_keys", "key_of"]
+# The item passes here are public at histcore.items alone.
+__all__ = ["key_of"]
 
 
 def _kind_of(payload: dict[Any, Any]) -> tuple[str, bool]:

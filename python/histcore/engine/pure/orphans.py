@@ -12,7 +12,8 @@ from histcore.engine.pure.extract import dumped, plain_str, str_field
 from histcore.engine.pure.watch import NameWatch
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE, OUTPUT_TYPES, PROGRAM_OWNED_HOSTED_TYPES
 
-__all__ = ["drop_orphan_function_calls", "screened_drop_orphan_function_calls"]
+# The item passes here are public at histcore.items alone.
+__all__ = ["screened_drop_orphan_function_calls"]
 
 
 class _Facts(NamedTuple):
