@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from histcore.engine.backend import backend_module
-from histcore.engine.pure.input_rules import PROBLEM_KINDS, USER_SIDE_ROLES, _text, unit_roots
+from histcore.engine.units import unit_roots
+from histcore.engine.vocabulary import PROBLEM_KINDS, USER_SIDE_ROLES, exact_text
 
 # InputProblem, StoredHistory, input_problems and repair_input are public at
 # histcore.items alone.
@@ -130,4 +131,4 @@ def drop_units(items: list[Any], positions: Iterable[int]) -> list[Any]:
 
 
 def _is_user_message(item: Any) -> bool:
-    return isinstance(item, dict) and _text(dict.get(item, "role")) in USER_SIDE_ROLES
+    return isinstance(item, dict) and exact_text(dict.get(item, "role")) in USER_SIDE_ROLES

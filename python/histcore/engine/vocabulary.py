@@ -1,7 +1,8 @@
 """The item vocabulary every history pass shares: tool-call and output types, the
 precursor types that keep their earliest position, program-owned hosted items, the
-SDK's placeholder id and its session-only metadata keys; and the one check that a list holds
-only exact dicts."""
+SDK's placeholder id and its session-only metadata keys, the user-side roles and the
+kinds of model-input problems; the one check that a list holds only exact dicts, and
+how a str value is read (``exact_text``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ __all__ = [
     "OUTPUT_TO_CALL_TYPE",
     "OUTPUT_TYPES",
     "PRECURSOR_TYPES",
+    "PROBLEM_KINDS",
     "PROGRAM_OWNED_HOSTED_TYPES",
+    "USER_SIDE_ROLES",
     "all_exact_dicts",
+    "exact_text",
 ]
 
 CALL_TO_OUTPUT_TYPE: dict[str, str] = {
@@ -51,9 +55,31 @@ PROGRAM_OWNED_HOSTED_TYPES = frozenset(
 )
 FAKE_ID = "__fake_id__"
 METADATA_KEYS = ("_agents_tool_description", "_agents_tool_title")
+#: Roles of the messages a repair never drops.
+USER_SIDE_ROLES = frozenset({"user", "system", "developer"})
+
+#: Every kind ``input_problems`` reports, with the rule letter of docs/design.md.
+PROBLEM_KINDS = {
+    "output_without_call": "a",
+    "call_without_output": "b",
+    "call_awaiting_output": "b",
+    "duplicate_id": "c",
+    "reasoning_without_item": "d",
+    "item_without_reasoning": "e",
+    "reasoning_without_successor": "f",
+}
 
 
 def all_exact_dicts(items: Iterable[Any]) -> bool:
     """True when every item is an exact ``dict`` (no subclass), as for no items at all:
     one C-level pass over the types, for the plain-dict fast paths."""
     return set(map(type, items)) <= {dict}
+
+
+def exact_text(value: Any) -> str | None:
+    """An exact str of a str value (subclasses compare by their characters)."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    return None

@@ -28,8 +28,7 @@ from typing import Any
 
 from histcore.engine.backend import backend_module
 from histcore.engine.input_rules import StoredHistory
-from histcore.engine.pure.input_rules import PROBLEM_KINDS
-from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE
+from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE, PROBLEM_KINDS
 from histcore.openai_agents._replacements import checked_dedupe_of
 from histcore.openai_agents._session_read import ReadNote, noting_reads
 

@@ -19,122 +19,24 @@ from collections.abc import Iterable
 from typing import Any
 
 from histcore.engine.pure.args import as_list as _as_list
-from histcore.engine.vocabulary import (
-    CALL_TO_OUTPUT_TYPE,
-    FAKE_ID,
-    OUTPUT_TO_CALL_TYPE,
-    OUTPUT_TYPES,
-)
+from histcore.engine.units import CALL as _CALL
+from histcore.engine.units import OUTPUT as _OUTPUT
+from histcore.engine.units import PRODUCED as _PRODUCED
+from histcore.engine.units import REASONING as _REASONING
+from histcore.engine.units import USER as _USER
+from histcore.engine.units import ItemFacts as _Facts
+from histcore.engine.units import find_root as _find
+from histcore.engine.units import item_payload as _payload
+from histcore.engine.units import pair_bounds as _pair_bounds
+from histcore.engine.units import unit_forest as _units
+from histcore.engine.vocabulary import FAKE_ID, PROBLEM_KINDS
+from histcore.engine.vocabulary import exact_text as _text
 
-# StoredHistory, input_problems and repair_input are public at histcore.items alone.
-__all__ = [
-    "PROBLEM_KINDS",
-    "USER_SIDE_ROLES",
-    "repair_unit_roots",
-    "unit_roots",
-]
-
-#: Every kind ``input_problems`` reports, with the rule letter of docs/design.md.
-PROBLEM_KINDS = {
-    "output_without_call": "a",
-    "call_without_output": "b",
-    "call_awaiting_output": "b",
-    "duplicate_id": "c",
-    "reasoning_without_item": "d",
-    "item_without_reasoning": "e",
-    "reasoning_without_successor": "f",
-}
-
-# Items the user side supplies: a reasoning item never produced one of these.
-_NOT_PRODUCED_TYPES = OUTPUT_TYPES | {"mcp_approval_response", "item_reference"}
-#: Roles of the messages a repair never drops.
-USER_SIDE_ROLES = frozenset({"user", "system", "developer"})
-
-# Per-item facts, one small int each, so the passes compare ints instead of strings.
-_OTHER, _REASONING, _CALL, _OUTPUT, _USER, _PRODUCED = range(6)
+# StoredHistory, input_problems and repair_input are public at histcore.items alone; the
+# item facts and units the rules read items through are histcore.engine.units'.
+__all__ = ["repair_unit_roots"]
 
 Problem = tuple[int, str, "str | None"]
-
-
-def _payload(item: Any) -> dict[str, Any] | None:
-    """The item as the engine sees it: a model is read as its dump. Dicts, subclasses
-    too, are read by what they hold (``dict.get``), never through overridden methods."""
-    if isinstance(item, dict):
-        return item
-    if hasattr(item, "model_dump"):
-        dumped = item.model_dump(exclude_unset=True)
-        return dumped if isinstance(dumped, dict) else None
-    return None
-
-
-def _text(value: Any) -> str | None:
-    """An exact str of a str value (subclasses compare by their characters)."""
-    if type(value) is str:
-        return value
-    if isinstance(value, str):
-        return str.__str__(value)
-    return None
-
-
-class _Facts:
-    """What the rules need of each item: its class, pair key and id."""
-
-    __slots__ = ("caller", "ids", "kinds", "pairs", "pending_hosted")
-
-    def __init__(self, items: list[Any]) -> None:
-        length = len(items)
-        self.kinds = [_OTHER] * length
-        self.pairs: list[tuple[str, str] | None] = [None] * length
-        self.ids: list[str | None] = [None] * length
-        self.caller: list[str | None] = [None] * length
-        self.pending_hosted = [False] * length
-        for position, item in enumerate(items):
-            payload = _payload(item)
-            if payload is not None:
-                self._read(position, payload)
-
-    def _read(self, position: int, payload: dict[str, Any]) -> None:
-        kind = _text(dict.get(payload, "type"))
-        role = dict.get(payload, "role")
-        item_id = _text(dict.get(payload, "id"))
-        if item_id is not None and item_id != FAKE_ID:
-            self.ids[position] = item_id
-        caller = dict.get(payload, "caller")
-        if isinstance(caller, dict) and dict.get(caller, "type") == "program":
-            self.caller[position] = _text(dict.get(caller, "caller_id"))
-        if role is not None:
-            user_side = _text(role) in USER_SIDE_ROLES
-            self.kinds[position] = _USER if user_side else _PRODUCED
-            return
-        call_id = _text(dict.get(payload, "call_id"))
-        if kind == "reasoning":
-            self.kinds[position] = _REASONING
-        elif kind in CALL_TO_OUTPUT_TYPE and call_id is not None:
-            self.kinds[position] = _CALL
-            self.pairs[position] = (kind, call_id)
-            status = dict.get(payload, "status")
-            self.pending_hosted[position] = kind == "shell_call" and (
-                status is None or status == "in_progress"
-            )
-        elif kind in OUTPUT_TYPES and call_id is not None:
-            self.kinds[position] = _OUTPUT
-            self.pairs[position] = (OUTPUT_TO_CALL_TYPE[kind], call_id)
-        elif kind is not None and kind not in _NOT_PRODUCED_TYPES:
-            self.kinds[position] = _PRODUCED
-
-
-def _pair_bounds(facts: _Facts) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
-    """First call position and last output position of every pair key."""
-    first_call: dict[tuple[str, str], int] = {}
-    last_output: dict[tuple[str, str], int] = {}
-    for position, pair in enumerate(facts.pairs):
-        if pair is None:
-            continue
-        if facts.kinds[position] == _CALL:
-            first_call.setdefault(pair, position)
-        else:
-            last_output[pair] = position
-    return first_call, last_output
 
 
 def _last_issued(facts: _Facts) -> dict[str, int]:
@@ -348,66 +250,6 @@ def input_problems(
 
 
 # --- repair ------------------------------------------------------------------------
-
-
-def _find(parent: list[int], position: int) -> int:
-    root = position
-    while parent[root] != root:
-        root = parent[root]
-    while parent[position] != root:
-        parent[position], position = root, parent[position]
-    return root
-
-
-def _union(parent: list[int], first: int, second: int) -> None:
-    first, second = _find(parent, first), _find(parent, second)
-    if first != second:
-        parent[max(first, second)] = min(first, second)
-
-
-def _units(facts: _Facts, lost: set[int] | frozenset[int] = frozenset()) -> list[int]:
-    """A union-find forest over positions: reasoning run + produced item, call + outputs.
-    A reasoning item at a position in ``lost`` (rule (f)) is not joined to the item
-    after it."""
-    kinds = facts.kinds
-    parent = list(range(len(kinds)))
-    for position in range(1, len(kinds)):
-        if (
-            kinds[position - 1] == _REASONING
-            and kinds[position] in (_REASONING, _CALL, _PRODUCED)
-            and position - 1 not in lost
-        ):
-            _union(parent, position - 1, position)
-    first_call, last_output = _pair_bounds(facts)
-    anchor: dict[tuple[str, str], int] = {}
-    for position, pair in enumerate(facts.pairs):
-        if pair is None:
-            continue
-        first, last = first_call.get(pair), last_output.get(pair)
-        if first is None or last is None or not first <= position <= last:
-            continue  # an output before every call, or a call after every output
-        if pair in anchor:
-            _union(parent, anchor[pair], position)
-        else:
-            anchor[pair] = position
-    return parent
-
-
-def unit_roots(items: list[Any]) -> tuple[list[int], list[int]]:
-    """For each position, the first position of its unit; and the positions of outputs
-    with no call before them (their unit may start before ``items``). For windows and
-    stored turns, which are their own stored history: a reasoning run stays whole."""
-    facts = _Facts(items)
-    parent = _units(facts)
-    first_call, _ = _pair_bounds(facts)
-    orphans = [
-        position
-        for position, pair in enumerate(facts.pairs)
-        if pair is not None
-        and facts.kinds[position] == _OUTPUT
-        and first_call.get(pair, position) >= position
-    ]
-    return [_find(parent, position) for position in range(len(parent))], orphans
 
 
 def repair_unit_roots(
