@@ -32,7 +32,7 @@ from agents import SQLiteSession
 import histcore.openai_agents as accelerator
 from histcore.cli.bench import sdk_conversation as bench
 from histcore.openai_agents import _session_read as session_read
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 
 
 def cpu_ms(call: Callable[[], Any]) -> float:
@@ -92,11 +92,11 @@ def turns(store: str, rounds: int) -> None:
             accelerator.install()
             session = SQLiteSession(bench.SESSION_ID, store)
             try:
-                warm = ScriptedModel(record=False, id_prefix=f"warm{round_}-{check}_")
+                warm = SDKScriptedModel(record=False, id_prefix=f"warm{round_}-{check}_")
                 asyncio.run(bench.run_turn(store, "Lima", warm, session=session))
                 gc.collect()
                 spent.clear()
-                model = ScriptedModel(record=False, id_prefix=f"turn{round_}-{check}_")
+                model = SDKScriptedModel(record=False, id_prefix=f"turn{round_}-{check}_")
                 start = time.process_time()
                 asyncio.run(bench.run_turn(store, "Paris", model, session=session))
                 turn = (time.process_time() - start) * 1e3

@@ -31,7 +31,7 @@ the OpenAI Agents SDK's ``agents.memory.SQLiteSession``):
 * ``turn`` (``--impl sdk`` or ``installed``, the SDK with
   ``histcore.openai_agents.install()``): one ``Runner.run`` of an SDK agent on a copy of
   the history in ``--db``, in the SDK's ``SQLiteSession``: a scripted model calls a
-  tool, then answers (``histcore.openai_agents.testing.ScriptedModel``).
+  tool, then answers (``histcore.openai_agents.testing.SDKScriptedModel``).
 
 ``--db`` for ``read`` and ``prepare``: a file holding the history (``--make-db`` writes
 one with ``--items`` generated items, in the SDK's tables, session ``bench``).
@@ -119,7 +119,7 @@ def make_db(path: Path, items: int) -> None:
 def _turn() -> Any:
     """One SDK turn on a session: a tool call, then the answer."""
     agents = importlib.import_module("agents")
-    model = importlib.import_module("histcore.openai_agents.testing").ScriptedModel()
+    model = importlib.import_module("histcore.openai_agents.testing").SDKScriptedModel()
 
     @agents.function_tool
     def lookup(city: str) -> str:

@@ -369,7 +369,7 @@ def test_check_without_fix_never_writes(store: str) -> None:
 
 def test_store_written_by_the_sdk(tmp_path: Any) -> None:
     agents = pytest.importorskip("agents")
-    from histcore.cli.bench.sdk_conversation import ScriptedModel, lookup_tool
+    from histcore.cli.bench.sdk_conversation import SDKScriptedModel, lookup_tool
 
     path = os.path.join(tmp_path, "sdk.db")
 
@@ -378,7 +378,7 @@ def test_store_written_by_the_sdk(tmp_path: Any) -> None:
         """Delete a file."""
         return f"deleted {name}"
 
-    class PausingModel(ScriptedModel):
+    class PausingModel(SDKScriptedModel):
         async def get_response(self, *args: Any, **kwargs: Any) -> Any:
             response = await super().get_response(*args, **kwargs)
             items = kwargs["input"]

@@ -31,7 +31,7 @@ from openai.types.responses import ResponseFunctionToolCall
 import histcore.engine._support
 import histcore.items
 import histcore.openai_agents as accelerator
-from histcore.cli.bench.sdk_conversation import ScriptedModel, lookup_tool
+from histcore.cli.bench.sdk_conversation import SDKScriptedModel, lookup_tool
 from histcore.openai_agents import _replacements, _session_keys
 from histcore.testing import generate_history
 from tests.support.sqlite import query
@@ -39,7 +39,7 @@ from tests.support.sqlite import query
 SCRIPT = ["Paris", "Rome and Oslo", "delete notes.txt", "Lima"]
 
 
-class ApprovingModel(ScriptedModel):
+class ApprovingModel(SDKScriptedModel):
     """The scripted model, plus a call to the approval-gated tool on ``delete ...``."""
 
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:

@@ -47,7 +47,7 @@ from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 from histcore.items import input_problems, repair_input
 from histcore.openai_agents._guard import GuardCounts, make_guarded_dedupe, unfit
 from histcore.openai_agents._replacements import checked_dedupe_of, make_deduplicate
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 from tests.support.examples import examples
 
 
@@ -128,7 +128,7 @@ def run_turn(
     text: str = "Paris",
     run_config: RunConfig | None = None,
     settings_: SessionSettings | None = None,
-) -> tuple[ScriptedModel, list[Any]]:
+) -> tuple[SDKScriptedModel, list[Any]]:
     """One turn on a session holding ``stored`` (written by the SDK): the model, and the
     stored rows before the turn."""
 
@@ -152,11 +152,11 @@ def run_turn(
         whole.close()
         return before
 
-    model = ScriptedModel(placeholder_every=0)
+    model = SDKScriptedModel(placeholder_every=0)
     return model, asyncio.run(main())
 
 
-def model_inputs(model: ScriptedModel) -> list[list[Any]]:
+def model_inputs(model: SDKScriptedModel) -> list[list[Any]]:
     return [json.loads(text) for text in model.inputs]
 
 
@@ -363,7 +363,7 @@ def test_approval_interruption_and_resume(tmp_path: Path) -> None:
     def delete_file(name: str) -> str:
         return f"deleted {name}"
 
-    model = ScriptedModel(tool_name="delete_file", argument="name", placeholder_every=0)
+    model = SDKScriptedModel(tool_name="delete_file", argument="name", placeholder_every=0)
 
     async def main() -> None:
         session = SQLiteSession("s", tmp_path / "db")
@@ -403,7 +403,7 @@ def test_approval_with_an_output_guardrail(streamed: bool, tmp_path: Path) -> No
     def delete_file(name: str) -> str:
         return f"deleted {name}"
 
-    model = ScriptedModel(tool_name="delete_file", argument="name", placeholder_every=0)
+    model = SDKScriptedModel(tool_name="delete_file", argument="name", placeholder_every=0)
     stored = [*clean_start(), user("delete notes.txt"), output("approved_call")]
 
     async def run(agent: Agent[Any], given: Any, session: SQLiteSession) -> Any:
@@ -448,7 +448,7 @@ def test_approval_with_an_output_guardrail(streamed: bool, tmp_path: Path) -> No
 
 def test_server_managed_outputs_are_kept(tmp_path: Path) -> None:
     """With previous_response_id the server holds the call: its output is not dropped."""
-    model = ScriptedModel(placeholder_every=0)
+    model = SDKScriptedModel(placeholder_every=0)
     stored_output = output("held_by_server")
 
     async def main() -> None:
@@ -539,7 +539,7 @@ def test_rule_e_of_a_kept_history_is_read_once(
     monkeypatch.setattr(_session_read._History, "stored_history", noting)
     # m1 was stored right after rs_1: an input holding m1 without rs_1 breaks rule (e).
     stored = [user("hi"), reasoning("rs_1"), said("x", "m1")]
-    models = [ScriptedModel(placeholder_every=0, id_prefix=f"t{turn}_") for turn in range(4)]
+    models = [SDKScriptedModel(placeholder_every=0, id_prefix=f"t{turn}_") for turn in range(4)]
 
     def drop_reasoning(history: list[Any], new: list[Any]) -> list[Any]:
         return [item for item in history if item.get("type") != "reasoning"] + new
@@ -781,7 +781,7 @@ def test_a_store_breaking_the_rule_names_the_doctor(
     assert "To repair the store: histcore doctor --fix" in warnings[0]
 
 
-async def _turns(db: Path, session_id: str, model: ScriptedModel, texts: list[str]) -> None:
+async def _turns(db: Path, session_id: str, model: SDKScriptedModel, texts: list[str]) -> None:
     session = SQLiteSession(session_id, db)
     agent = Agent(name="a", model=model, tools=[lookup])
     for text in texts:
@@ -807,7 +807,7 @@ def test_one_warning_per_session_and_problem(
 
     asyncio.run(store("one", SHAPES["output_without_call[function_call]"]))
     asyncio.run(store("two", SHAPES["output_without_call[function_call]"]))
-    model = ScriptedModel(placeholder_every=0)
+    model = SDKScriptedModel(placeholder_every=0)
     with accelerator.installed(guard=True) as installation:
         with caplog.at_level(logging.WARNING, logger="histcore.openai_agents"):
             asyncio.run(_turns(db, "one", model, ["Paris", "Rome"]))

@@ -23,7 +23,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 import histcore.openai_agents as accelerator
 from histcore.items import input_problems
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 
 TOOL_TYPES = frozenset({"function_call", "function_call_output"})
 
@@ -69,9 +69,9 @@ def without_earlier_tools(data: CallModelData[Any]) -> ModelInputData:
     return ModelInputData(input=kept, instructions=data.model_data.instructions)
 
 
-def run(db: Path, *, streamed: bool, with_session: bool) -> ScriptedModel:
+def run(db: Path, *, streamed: bool, with_session: bool) -> SDKScriptedModel:
     """One turn after ``STORED``: held by a session, or handed over as the input."""
-    model = ScriptedModel(placeholder_every=0, id_prefix="new_")
+    model = SDKScriptedModel(placeholder_every=0, id_prefix="new_")
     config = RunConfig(call_model_input_filter=without_earlier_tools)
 
     async def main() -> None:
@@ -95,7 +95,7 @@ def run(db: Path, *, streamed: bool, with_session: bool) -> ScriptedModel:
     return model
 
 
-def sent_ids(model: ScriptedModel) -> list[list[Any]]:
+def sent_ids(model: SDKScriptedModel) -> list[list[Any]]:
     return [[item.get("id") for item in json.loads(text)] for text in model.inputs]
 
 

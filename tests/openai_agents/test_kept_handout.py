@@ -24,7 +24,7 @@ import histcore.openai_agents as accelerator
 from histcore.cli.bench.sdk_conversation import conversation_agent, run_config
 from histcore.engine import items as engine_items
 from histcore.openai_agents import _session_read
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 
 HISTORY = 40
 
@@ -77,7 +77,7 @@ def whole_history_copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 async def turn(session: SQLiteSession, message: str) -> None:
-    model = ScriptedModel(record=False, id_prefix=f"{message}_")
+    model = SDKScriptedModel(record=False, id_prefix=f"{message}_")
     await Runner.run(
         conversation_agent(model), message, session=session, run_config=run_config(vandal)
     )

@@ -32,7 +32,7 @@ from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
 
 import histcore.openai_agents as accelerator
 from histcore.openai_agents import _watch
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 
 Patch = Callable[[pytest.MonkeyPatch], None]
 
@@ -352,7 +352,7 @@ def conversation(path: str, callback: Callable[..., Any] = keep_history) -> Call
     """Two turns on a fresh store at ``path``: what the model saw, what was stored."""
 
     async def run() -> Any:
-        model = ScriptedModel()
+        model = SDKScriptedModel()
         agent = Agent(name="assistant", model=model, tools=[lookup])
         config = RunConfig(session_input_callback=callback, tracing_disabled=True)
         session = SQLiteSession("s", path)
@@ -490,7 +490,7 @@ def _callback_turn(tmp_path: Any) -> Callable[[], Any]:
     model was sent and what the store holds."""
 
     def turn() -> Any:
-        model = ScriptedModel(placeholder_every=0)
+        model = SDKScriptedModel(placeholder_every=0)
 
         async def main() -> Any:
             session = SQLiteSession("s", str(tmp_path / f"t{len(calls)}.db"))

@@ -1,4 +1,4 @@
-"""``histcore.openai_agents.testing.ScriptedModel`` on the installed SDK release."""
+"""``histcore.openai_agents.testing.SDKScriptedModel`` on the installed SDK release."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from agents.models.fake_id import FAKE_RESPONSES_ID
 from agents.models.interface import Model
 
 import histcore.openai_agents as accelerator
+import histcore.openai_agents.testing as sdk_testing
+import histcore.testing
 from histcore.cli.bench import sdk_conversation
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 
 CONFIG = RunConfig(tracing_disabled=True)
 
@@ -29,17 +31,31 @@ def lookup(city: str) -> str:
     return f"sunny in {city}"
 
 
-def agent(model: ScriptedModel) -> Agent[Any]:
+def agent(model: SDKScriptedModel) -> Agent[Any]:
     return Agent(name="assistant", instructions="Answer briefly.", model=model, tools=[lookup])
 
 
 def test_is_the_sdk_model_interface_and_the_one_the_bench_uses() -> None:
-    assert issubclass(ScriptedModel, Model)
-    assert sdk_conversation.ScriptedModel is ScriptedModel
+    assert issubclass(SDKScriptedModel, Model)
+    assert sdk_conversation.SDKScriptedModel is SDKScriptedModel
+
+
+def test_one_name_one_model() -> None:
+    """``ScriptedModel`` names histcore's Runner model alone; the drop-in's former name
+    still gives its model, with a DeprecationWarning on each use."""
+    assert SDKScriptedModel is not histcore.testing.ScriptedModel
+    assert "ScriptedModel" not in sdk_testing.__all__
+    with pytest.warns(DeprecationWarning, match="use SDKScriptedModel"):
+        assert sdk_testing.ScriptedModel is SDKScriptedModel
+    with pytest.warns(DeprecationWarning, match="use SDKScriptedModel"):
+        from histcore.openai_agents.testing import ScriptedModel
+    assert ScriptedModel is SDKScriptedModel
+    with pytest.raises(AttributeError, match="no attribute 'ScriptedModels'"):
+        sdk_testing.ScriptedModels  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_calls_the_tool_once_per_part_then_answers() -> None:
-    model = ScriptedModel()
+    model = SDKScriptedModel()
     result = asyncio.run(Runner.run(agent(model), "Paris and Rome", run_config=CONFIG))
     assert result.final_output == "answer 2: saw 6 items, last call call_1_1"
     assert model.responses == 2
@@ -53,7 +69,7 @@ def test_calls_the_tool_once_per_part_then_answers() -> None:
 
 
 def test_streamed_run_gives_the_same_conversation() -> None:
-    plain, streamed = ScriptedModel(), ScriptedModel()
+    plain, streamed = SDKScriptedModel(), SDKScriptedModel()
     expected = asyncio.run(Runner.run(agent(plain), "Oslo and Lima", run_config=CONFIG))
 
     async def stream() -> Any:
@@ -68,7 +84,7 @@ def test_streamed_run_gives_the_same_conversation() -> None:
 
 
 def test_placeholder_ids_and_options() -> None:
-    model = ScriptedModel(record=False, tool_name="search", argument="q", placeholder_every=1)
+    model = SDKScriptedModel(record=False, tool_name="search", argument="q", placeholder_every=1)
     output = model.output_for("a and b")
     assert [item.type for item in output] == ["reasoning", "function_call", "function_call"]
     assert [getattr(item, "name", None) for item in output[1:]] == ["search", "search"]
@@ -77,11 +93,11 @@ def test_placeholder_ids_and_options() -> None:
     assert answer[0].id == FAKE_RESPONSES_ID
     assert model.inputs == []
     assert model.responses == 2
-    never = ScriptedModel(placeholder_every=0)
+    never = SDKScriptedModel(placeholder_every=0)
     reply = never.output_for([{"type": "function_call_output", "call_id": "c", "output": "x"}])
     assert reply[0].id == "msg_1"
     with pytest.raises(ValueError, match="placeholder_every"):
-        ScriptedModel(placeholder_every=-1)
+        SDKScriptedModel(placeholder_every=-1)
 
 
 def test_plain_and_installed_runs_match_on_a_session(tmp_path: Any) -> None:
@@ -89,7 +105,7 @@ def test_plain_and_installed_runs_match_on_a_session(tmp_path: Any) -> None:
 
     def converse(path: str) -> tuple[list[str], list[str], list[Any]]:
         async def run() -> tuple[list[str], list[str], list[Any]]:
-            model = ScriptedModel()
+            model = SDKScriptedModel()
             session = SQLiteSession("s", path)
             try:
                 outputs = [
@@ -111,13 +127,13 @@ def test_plain_and_installed_runs_match_on_a_session(tmp_path: Any) -> None:
 
 
 def test_id_prefix_keeps_the_ids_of_several_models_apart() -> None:
-    first, second = ScriptedModel(record=False), ScriptedModel(record=False, id_prefix="b_")
+    first, second = SDKScriptedModel(record=False), SDKScriptedModel(record=False, id_prefix="b_")
     assert [item.id for item in first.output_for("x and y")] == ["rs_1", "fc_1_0", "fc_1_1"]
     output = second.output_for("x and y")
     assert [item.id for item in output] == ["rs_b_1", "fc_b_1_0", "fc_b_1_1"]
     assert [getattr(item, "call_id", None) for item in output[1:]] == ["call_b_1_0", "call_b_1_1"]
     with pytest.raises(TypeError, match="id_prefix must be a str"):
-        ScriptedModel(id_prefix=3)  # type: ignore[arg-type]
+        SDKScriptedModel(id_prefix=3)  # type: ignore[arg-type]
 
 
 def test_the_bench_conversation_gives_the_guard_nothing_to_repair(tmp_path: Any) -> None:
@@ -127,7 +143,7 @@ def test_the_bench_conversation_gives_the_guard_nothing_to_repair(tmp_path: Any)
     accelerator.uninstall()
     with accelerator.installed(guard=True) as installation:
         for turn in range(3):
-            model = ScriptedModel(record=False, id_prefix=f"t{turn}_")
+            model = SDKScriptedModel(record=False, id_prefix=f"t{turn}_")
             asyncio.run(sdk_conversation.run_turn(store, f"Paris and Rome, round {turn}", model))
         counts = installation.guard
         assert counts is not None

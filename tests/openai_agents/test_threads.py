@@ -26,7 +26,7 @@ import agents.run_internal.session_persistence as sdk_session
 from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
 
 import histcore.openai_agents as accelerator
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 
 CONVERSATIONS_PER_THREAD = 60
 PREPARE_SECONDS = 10.0
@@ -57,7 +57,7 @@ def reshape(old: list[Any], new: list[Any]) -> list[Any]:
 
 def conversation(streamed: bool) -> list[str]:
     """One turn on a fresh in-memory session: the model inputs."""
-    model = ScriptedModel(placeholder_every=0)
+    model = SDKScriptedModel(placeholder_every=0)
 
     async def main() -> None:
         session = SQLiteSession("t")

@@ -12,7 +12,7 @@ histcore could answer differently, the SDK's own helper runs)::
 Supported: openai-agents >=0.22,<0.25; another release gets a warning, and only helpers
 whose source histcore was tested against are replaced. A replacement takes its own path
 only while nothing its original looks up has been rebound since ``install()``.
-``testing.ScriptedModel`` is a network-free ``Model`` for tests. What is replaced and
+``testing.SDKScriptedModel`` is a network-free ``Model`` for tests. What is replaced and
 why: docs/design.md, "Drop-in accelerator".
 """
 

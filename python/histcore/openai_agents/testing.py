@@ -1,6 +1,6 @@
 """A scripted model for the OpenAI Agents SDK: deterministic runs without a network.
 
-``ScriptedModel`` implements the SDK's ``Model`` interface and answers from the shape
+``SDKScriptedModel`` implements the SDK's ``Model`` interface and answers from the shape
 of its input: a turn ending with a user message gets a reasoning item and one function
 call of ``tool_name`` per ``" and "``-separated part (``"Paris and Rome"``: two calls);
 a turn ending with a function call output gets an assistant message naming how many
@@ -10,15 +10,17 @@ Ids are counters, so two runs of one conversation give the same items; every
 ``placeholder_every``-th answer carries the SDK's ``FAKE_RESPONSES_ID``. With ``record``
 (the default) ``inputs`` holds each call's input as JSON text, so comparing two models'
 ``inputs`` tells whether two runs sent the same input. ``Runner.run`` and
-``Runner.run_streamed`` both work. Needs ``pip install 'histcore[openai-agents]'``;
-an example is in the README ("The drop-in for the OpenAI Agents SDK").
+``Runner.run_streamed`` both work. Needs ``pip install 'histcore[openai-agents]'``; an
+example is in the README ("The drop-in for the OpenAI Agents SDK"). Its former name,
+``ScriptedModel`` (that of ``histcore.testing``'s Runner model), warns DeprecationWarning.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from histcore.openai_agents._versions import INSTALL_HINT
 
@@ -42,14 +44,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(INSTALL_HINT) from exc
 
-__all__ = ["ScriptedModel"]
+__all__ = ["SDKScriptedModel"]
 
 
 def _snapshot(value: str | list[TResponseInputItem]) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-class ScriptedModel(Model):
+class SDKScriptedModel(Model):
     """A ``Model`` that answers from the shape of its input (see the module docstring).
 
     ``responses`` counts the answers given; ``inputs`` holds each input as JSON text
@@ -177,3 +179,21 @@ class ScriptedModel(Model):
         yield ResponseCompletedEvent(
             type="response.completed", response=response, sequence_number=len(output)
         )
+
+
+if TYPE_CHECKING:
+    #: Deprecated: ``SDKScriptedModel``'s former name (a DeprecationWarning at run time).
+    ScriptedModel = SDKScriptedModel
+else:
+
+    def __getattr__(name: str) -> Any:
+        # The old name, looked up here on each use so that every use warns.
+        if name == "ScriptedModel":
+            warnings.warn(
+                "histcore.openai_agents.testing.ScriptedModel is deprecated: use"
+                " SDKScriptedModel (histcore.testing.ScriptedModel is the Runner's model)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return SDKScriptedModel
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -45,14 +45,14 @@ from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
 from histcore.items import repair_input
 from histcore.openai_agents._versions import sdk_version
-from histcore.openai_agents.testing import ScriptedModel
+from histcore.openai_agents.testing import SDKScriptedModel
 from histcore.testing_histories import generate_history
 
 __all__ = [
     "DEFAULT_SIZES",
     "FORMAT",
     "CorrectnessError",
-    "ScriptedModel",
+    "SDKScriptedModel",
     "SdkBenchResult",
     "TurnTiming",
     "build_store",
@@ -105,7 +105,7 @@ def run_config(callback: Callable[[list[Any], list[Any]], list[Any]] = keep_hist
 async def run_turn(
     path: str,
     message: str,
-    model: ScriptedModel | None = None,
+    model: SDKScriptedModel | None = None,
     session_id: str = SESSION_ID,
     session: SQLiteSession | None = None,
 ) -> str:
@@ -116,7 +116,7 @@ async def run_turn(
         session = SQLiteSession(session_id, path)
     try:
         result = await Runner.run(
-            conversation_agent(model or ScriptedModel(record=False)),
+            conversation_agent(model or SDKScriptedModel(record=False)),
             message,
             session=session,
             run_config=run_config(),
@@ -224,7 +224,7 @@ def _check_turn_pair(store: str, workdir: str, message: str) -> None:
     for path in (plain_path, fast_path, guarded_path):
         shutil.copyfile(store, path)
     stored = asyncio.run(_stored_items(store))
-    plain_model, fast_model, guarded_model = ScriptedModel(), ScriptedModel(), ScriptedModel()
+    plain_model, fast_model, guarded_model = (SDKScriptedModel() for _ in range(3))
     accelerator.uninstall()
     plain_answer = asyncio.run(run_turn(plain_path, message, plain_model))
     with accelerator.installed():
@@ -301,10 +301,10 @@ def _time_turn(store: str, mode: str, round_: int) -> tuple[float, float, float]
     session = None if mode == "new session" else SQLiteSession(SESSION_ID, store)
     try:
         if mode in ("installed", "guarded"):
-            warm = ScriptedModel(record=False, id_prefix=f"{mode}-warm{round_}_")
+            warm = SDKScriptedModel(record=False, id_prefix=f"{mode}-warm{round_}_")
             asyncio.run(run_turn(store, "Lima", warm, session=session))
         # Ids of its own: the turns of every mode add to one session.
-        model = ScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
+        model = SDKScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
         gc.collect()  # every sample starts from the same collector state
         guard = installation.guard if installation is not None else None
         own, deduping = (guard.seconds, guard.dedupe_seconds) if guard is not None else (0, 0)
@@ -372,7 +372,7 @@ def collector(phase, info):
     else:
         collecting[0] += time.perf_counter() - collecting[1]
 gc.callbacks.append(collector)
-model = bench.ScriptedModel(record=False, id_prefix="first_")
+model = bench.SDKScriptedModel(record=False, id_prefix="first_")
 start = time.perf_counter()
 asyncio.run(bench.run_turn(sys.argv[1], "Paris and Rome, first turn", model))
 elapsed = time.perf_counter() - start

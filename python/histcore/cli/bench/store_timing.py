@@ -361,10 +361,10 @@ async def _sdk_items(path: str, session_id: str) -> list[Any]:
 
 def _check_turn(loop: _Loop, copy: str, workdir: str, result: SessionResult) -> bool:
     """Run a plain and an installed turn; False (and a note) when the plain one fails."""
-    from histcore.openai_agents.testing import ScriptedModel
+    from histcore.openai_agents.testing import SDKScriptedModel
 
     sid = result.session_id
-    plain_model, fast_model = ScriptedModel(), ScriptedModel()
+    plain_model, fast_model = SDKScriptedModel(), SDKScriptedModel()
     try:
         plain, _, plain_path = _turn_once(
             loop, copy, workdir, sid, False, plain_model, TURN_MESSAGE
@@ -384,7 +384,7 @@ def _check_turn(loop: _Loop, copy: str, workdir: str, result: SessionResult) -> 
 
 
 def _time_turn(loop: _Loop, copy: str, result: SessionResult, repeat: int) -> None:
-    from histcore.openai_agents.testing import ScriptedModel
+    from histcore.openai_agents.testing import SDKScriptedModel
 
     with tempfile.TemporaryDirectory(prefix="histcore-bench-turn-") as workdir:
         if not _check_turn(loop, copy, workdir, result):
@@ -392,7 +392,7 @@ def _time_turn(loop: _Loop, copy: str, result: SessionResult, repeat: int) -> No
         samples: dict[bool, list[float]] = {False: [], True: []}
         for round_ in range(repeat):
             for installed, values in samples.items():
-                model = ScriptedModel(record=False)
+                model = SDKScriptedModel(record=False)
                 message = f"{TURN_MESSAGE}, round {round_}"
                 values.append(
                     _turn_once(loop, copy, workdir, result.session_id, installed, model, message)[1]
