@@ -18,7 +18,7 @@ help:
 	@echo "vectors      cargo test and the pytest golden-vector tests"
 	@echo "ci           the CI run from scratch, within 30 minutes (bash .ci/run)"
 	@echo "ci-full      every step of CI at full size, as before a release (bash .ci/run --full)"
-	@echo "ci-quick     lint, cargo test and both engines' suites on a debug build (bash .ci/run --quick)"
+	@echo "ci-quick     lint, cargo test and the suite on a debug build, within 8 minutes (bash .ci/run --quick)"
 
 # Stale extension modules from earlier editable builds could shadow the new one.
 clean-so:
