@@ -256,6 +256,107 @@ def test_advanced_sqlite_store_with_branches_is_refused_naming_the_table(tmp_pat
     assert query(path, "SELECT * FROM agent_messages ORDER BY id") == before
 
 
+CLEAN_TURNS = [user("q1"), answer("a1"), user("q2"), answer("a2")]
+
+
+def _write_clean_advanced(path: str, session_ids: tuple[str, ...] = ("s", "t")) -> None:
+    async def write() -> None:
+        for session_id in session_ids:
+            session = _advanced(path, session_id)
+            try:
+                await session.add_items(CLEAN_TURNS)
+            finally:
+                session.close()
+
+    asyncio.run(write())
+
+
+def test_advanced_rows_without_structure_are_reported_and_never_changed(tmp_path: Any) -> None:
+    # SDK issue #4729: such a row is invisible to the SDK's reads, and its next pop_item
+    # deletes it. The doctor names it, and leaves it (a writer may be mid-append).
+    path = os.path.join(tmp_path, "advanced.db")
+    _write_clean_advanced(path)
+    (lost,) = query(path, "SELECT id FROM agent_messages WHERE session_id = 's' ORDER BY id")[1]
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM message_structure WHERE message_id = ?", (lost,))
+        # a crash between the SDK's two inserts (the message row, then its structure row)
+        crashed = conn.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
+            ('{"role": "user", "content": "q3"}',),
+        ).lastrowid
+    conn.close()
+    before = query(path, "SELECT * FROM agent_messages ORDER BY id")
+
+    code, out, _ = run_cli(path)
+    assert code == 1, out
+    assert "session 's' (5 rows): 2 rows without a message_structure row" in out
+    assert f"  row_without_structure: row ids {lost}, {crashed} (" in out
+    assert "pop_item deletes them" in out
+    assert "session 't' (4 rows): clean" in out
+    assert "1 of 2 session(s) with problems" in out
+    code, out, _ = run_cli(path, "--quiet")
+    assert code == 1
+    assert "row_without_structure" in out
+    assert "'t'" not in out
+
+    for fix in ([], ["--fix"], ["--dry-run"]):
+        code, report = report_json(path, *fix)
+        assert code == 1, (fix, report)
+        assert report["exit_code"] == 1
+        entry = session_entry(report, "s")
+        assert entry["row_without_structure"] == [lost, crashed]
+        assert entry["row_without_structure_left"] == [lost, crashed]
+        assert entry["clean"] is False
+        assert entry["removed_rows"] == []
+        assert session_entry(report, "t")["row_without_structure"] == []
+        assert report["backup"] is None
+    assert query(path, "SELECT * FROM agent_messages ORDER BY id") == before
+
+    async def read() -> list[Any]:
+        session = _advanced(path)
+        try:
+            return list(await session.get_items())
+        finally:
+            session.close()
+
+    # What the rule says of the SDK: neither row is read.
+    assert asyncio.run(read()) == [CLEAN_TURNS[0], *CLEAN_TURNS[2:]]
+
+
+def test_advanced_store_without_the_issue_reports_no_row_without_structure(
+    tmp_path: Any,
+) -> None:
+    path = os.path.join(tmp_path, "advanced.db")
+    _write_clean_advanced(path)
+    code, out, _ = run_cli(path)
+    assert code == 0, out
+    assert "message_structure" not in out
+    assert "row_without_structure" not in out
+    code, report = report_json(path)
+    assert code == 0
+    assert [entry["row_without_structure"] for entry in report["sessions"]] == [[], []]
+
+
+def test_plain_sqlite_store_has_no_row_without_structure(tmp_path: Any) -> None:
+    # No message_structure table: no row is "without" one.
+    path = os.path.join(tmp_path, "sdk.db")
+
+    async def write() -> None:
+        session = _sdk_sqlite(path, "s")
+        try:
+            await session.add_items(CLEAN_TURNS)
+        finally:
+            await _close(session)
+
+    asyncio.run(write())
+    code, out, _ = run_cli(path)
+    assert code == 0, out
+    assert "row_without_structure" not in out
+    code, report = report_json(path)
+    assert code == 0
+    assert session_entry(report, "s")["row_without_structure"] == []
+
+
 def test_a_table_pointing_at_the_messages_is_refused_by_fix(tmp_path: Any) -> None:
     path = os.path.join(tmp_path, "sdk.db")
 

@@ -72,6 +72,18 @@ class SessionReport:
     repair: Repair | None = None
     #: with --fix, the findings of the session as it reads afterwards
     after: Findings | None = None
+    #: rows with no ``message_structure`` row (an ``AdvancedSQLiteSession`` store): the
+    #: SDK does not read them; reported, never changed (a writer may be between its
+    #: two inserts)
+    without_structure: list[int] = field(default_factory=list)
+
+    @property
+    def without_structure_left(self) -> list[int]:
+        """``without_structure`` still in the store (a repair may have deleted some)."""
+        if self.fix != "fixed" or self.repair is None:
+            return self.without_structure
+        deleted = set(self.repair.deletions)
+        return [row_id for row_id in self.without_structure if row_id not in deleted]
 
     @property
     def left(self) -> dict[str, int]:
@@ -97,7 +109,9 @@ class StoreReport:
 
     @property
     def exit_code(self) -> int:
-        left = any(any(entry.left.values()) for entry in self.sessions)
+        left = any(
+            any(entry.left.values()) or entry.without_structure_left for entry in self.sessions
+        )
         return EXIT_PROBLEMS if left or self.rows_without_session else EXIT_CLEAN
 
 
@@ -248,6 +262,7 @@ def _check_session(store: Store, session_id: str, report: StoreReport) -> _Plann
     rows = store.read_facts(session_id)
     analysis = analyse(rows)
     entry = SessionReport(session_id, len(rows), analysis.findings)
+    entry.without_structure = store.rows_without_structure(session_id)
     report.sessions.append(entry)
     if not (report.fix or report.dry_run):
         return None

@@ -11,7 +11,8 @@ the SDK's ``pop_item`` does); a message that takes a later row's content takes i
 Rule: the doctor checks a session in id order, which is the SDK's branch order only
 while the session has one branch following the ids; any other store is refused in one
 line naming ``message_structure``, and so is, for ``--fix``, a store with another table
-whose foreign key refers to the messages. See docs/doctor.md, "Stores of the SDK's
+whose foreign key refers to the messages. A message row without a ``message_structure``
+row is reported (``row_without_structure``), never changed. See docs/doctor.md, "Stores of the SDK's
 ``AdvancedSQLiteSession``".
 """
 
@@ -88,6 +89,22 @@ class Linked:
                 "message ids; nothing was changed"
             )
         return None
+
+    def rows_without_structure(self, conn: sqlite3.Connection, session_id: str) -> list[int]:
+        """The session's message rows with no ``message_structure`` row of the session:
+        the SDK's reads join the two, and its ``pop_item`` deletes such rows (SDK issue
+        #4729). One statement, so a writer's two inserts are seen both or neither."""
+        if not self.structure:
+            return []
+        # NOT IN over an uncorrelated subquery: one temporary index of the session's
+        # structure rows (message_id has no index of its own), as the SDK's cleanup reads it.
+        found = conn.execute(
+            f"SELECT id FROM {self._messages} WHERE session_id = ? AND id NOT IN "
+            f"(SELECT message_id FROM {STRUCTURE} WHERE session_id = ? "
+            "AND message_id IS NOT NULL) ORDER BY id",
+            (session_id, session_id),
+        ).fetchall()
+        return [int(row_id) for (row_id,) in found]
 
     def still_one_branch(self, conn: sqlite3.Connection, session_id: str) -> bool:
         """Whether the session still has one branch at most (checked under the write lock)."""

@@ -191,6 +191,9 @@ class PostgresStore:
             )
         return {"null": [int(row_id) for (row_id,) in found]} if found else {}
 
+    def rows_without_structure(self, session_id: str) -> list[int]:
+        return []  # no PostgreSQL layout has a message_structure table
+
     def row_count(self) -> int:
         with self._errors():
             found = self._execute(f"SELECT count(*) FROM {self._tables.messages}")

@@ -276,6 +276,11 @@ class Store(Protocol):
         """``read_rows``, but only the facts of each row: what the doctor checks."""
         ...
 
+    def rows_without_structure(self, session_id: str) -> list[int]:
+        """Row ids of the session's messages with no ``message_structure`` row, which the
+        SDK's ``AdvancedSQLiteSession`` does not read ([] in a store without the table)."""
+        ...
+
     def read_data(self, session_id: str) -> list[tuple[int, Any]]:
         """``read_rows``, undecoded: each row's id and ``Row.data`` (a quick look at
         whether a session changed)."""

@@ -55,6 +55,14 @@ _UNIT_DETAIL = {
     "reasoning_without_successor": "reasoning without the item stored after it",
     AWAITING: "awaiting its output",
 }
+#: The rule for message rows an ``AdvancedSQLiteSession`` store holds no
+#: ``message_structure`` row of (SDK issue #4729), and its one-line explanation.
+WITHOUT_STRUCTURE = "row_without_structure"
+_WITHOUT_STRUCTURE_WHY = (
+    "AdvancedSQLiteSession does not read them and its next pop_item deletes them; "
+    "never changed by the doctor (a writer may be between its two inserts): once none "
+    "runs, re-add each item with add_items and delete its row, or delete it"
+)
 _WITHOUT_SESSION = {
     "null": "a NULL session_id",
     "blob": "a BLOB session_id",
@@ -86,20 +94,40 @@ def render_text(report: StoreReport, quiet: bool = False) -> str:
     )
     for entry in report.sessions:
         findings = entry.findings
-        if quiet and findings.clean and entry.fix in (None, "clean"):
+        if (
+            quiet
+            and findings.clean
+            and entry.fix in (None, "clean")
+            and not entry.without_structure
+        ):
             continue
-        found = _describe(findings.counts()) or "clean"
+        found = ", ".join(
+            part for part in (_describe(findings.counts()), _without_structure(entry)) if part
+        )
+        found = found or "clean"
         info = _describe(findings.info())
         lines.append(
             f"session {entry.session_id!r} ({entry.rows} rows): {found}"
             + (f"; {info}" if info else "")
         )
         lines += _detail_lines(findings)
+        if entry.without_structure:
+            lines.append(
+                f"  {WITHOUT_STRUCTURE}: row ids {row_ids_text(entry.without_structure)} "
+                f"({_WITHOUT_STRUCTURE_WHY})"
+            )
         lines += _fix_lines(entry)
     lines += _without_session_lines(report.rows_without_session)
     if lines or not quiet:
         lines.append(_summary(report))
     return "\n".join(lines)
+
+
+def _without_structure(entry: SessionReport) -> str:
+    count = len(entry.without_structure)
+    if not count:
+        return ""
+    return f"{count} row{'' if count == 1 else 's'} without a message_structure row"
 
 
 def _spots(spots: list[Spot]) -> str:
@@ -215,11 +243,19 @@ _SET_ASIDE = ("invalid_json", "not_item", "non_string_call_id")
 
 
 def _summary(report: StoreReport) -> str:
-    troubled = sum(1 for entry in report.sessions if not entry.findings.clean)
+    troubled = sum(
+        1 for entry in report.sessions if not entry.findings.clean or entry.without_structure
+    )
     summary = f"{troubled} of {len(report.sessions)} session(s) with problems"
     stray = sum(len(row_ids) for row_ids in report.rows_without_session.values())
     if stray:
         summary += f", {stray} row(s) outside any session"
+    unread = sum(len(entry.without_structure_left) for entry in report.sessions)
+    if unread:
+        summary += (
+            f", {unread} row(s) without a message_structure row "
+            f"({WITHOUT_STRUCTURE}: reported only, never changed)"
+        )
     # Rows the rules cannot place (not JSON, not items, a call_id that is no string),
     # which only --drop-invalid-rows deletes, and the problems a plain --fix repairs.
     left = [entry.left for entry in report.sessions]
@@ -300,11 +336,14 @@ def _session_json(entry: SessionReport) -> dict[str, Any]:
         "rows": entry.rows,
         "problems": findings.counts(),
         "info": findings.info(),
-        "clean": findings.clean,
+        "clean": findings.clean and not entry.without_structure,
         "details": _details(findings),
+        # row ids found before any --fix; those still there after it: ..._left (SDK #4729)
+        WITHOUT_STRUCTURE: entry.without_structure,
         "fix": entry.fix,
         "reason": entry.reason,
         "removed_rows": list(repair.deletions) if repair else [],
         "rewritten_rows": [row_id for row_id, _ in repair.updates] if repair else [],
         "left": entry.left,
+        f"{WITHOUT_STRUCTURE}_left": entry.without_structure_left,
     }

@@ -186,6 +186,10 @@ class SQLiteStore:
     def rows_without_session(self) -> dict[str, list[int]]:
         return self._without_session
 
+    def rows_without_structure(self, session_id: str) -> list[int]:
+        with self._errors():
+            return self._linked.rows_without_structure(self._conn, session_id)
+
     def row_count(self) -> int:
         return self._row_count
 
