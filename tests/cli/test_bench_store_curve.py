@@ -79,16 +79,23 @@ def test_sessions_are_replayed_as_they_grew_with_a_verdict_storage_and_plot(
         assert sizes[-1] == SIZES[entry["session_id"]]
         assert len(sizes) == min(store_curve.POINTS, SIZES[entry["session_id"]])
         for point in curve:
-            for mode in ("plain", "installed"):
+            for mode in ("plain", "installed", "guarded"):
                 for phase in ("read", "turn"):
                     # --json keeps every sample (at least CURVE_SAMPLES, for the noise check).
                     samples = point[mode][phase]["samples_s"]
                     assert len(samples) == store_curve.CURVE_SAMPLES
                     assert min(samples) > 0
             assert isinstance(point["within_noise"], bool)
+            # The guard's cost: None when within noise of install(), else the difference.
+            assert isinstance(point["guard_within_noise"], bool)
+            assert (point["guard_cost_s"] is None) == point["guard_within_noise"]
+            assert point["guard_repaired"] is False  # generated histories break no rule
         assert entry["verdict"]
         assert f"verdict: session {entry['session_id']!r}: {entry['verdict']}" in out
         assert f"session {entry['session_id']!r} as it grew" in out
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("items"))
+    assert header.split()[:5] == ["items", "plain", "installed", "ratio", "guarded"]
+    assert "guarded = under install(guard=True)" in out
     # The verdict lines end the report, one per session.
     assert [line.split("'")[1] for line in out.strip().splitlines()[-2:]] == list(SIZES)
     storage = report["store"]["storage"]
@@ -165,10 +172,18 @@ def _timing(*samples: float) -> Timing:
     return Timing(sorted(samples)[len(samples) // 2], samples, 1)
 
 
-def _point(items: int, plain: tuple[float, ...], installed: tuple[float, ...]) -> Point:
+def _point(
+    items: int,
+    plain: tuple[float, ...],
+    installed: tuple[float, ...],
+    guarded: tuple[float, ...] | None = None,
+) -> Point:
     read = _timing(1e-6, 1e-6, 1e-6)
     return Point(
-        items, {"read": read, "turn": _timing(*plain)}, {"read": read, "turn": _timing(*installed)}
+        items,
+        {"read": read, "turn": _timing(*plain)},
+        {"read": read, "turn": _timing(*installed)},
+        None if guarded is None else {"read": read, "turn": _timing(*guarded)},
     )
 
 
@@ -186,6 +201,27 @@ def test_the_verdict_names_the_gain_or_why_there_is_none() -> None:
         "(0.5x, slower)"
     )
     assert verdict([]) == "no items: nothing to time"
+
+
+def test_the_verdict_says_what_the_guard_adds_when_measurable() -> None:
+    plain, installed = (0.30, 0.31, 0.32), (0.027, 0.028, 0.029)
+    gain = "at 4,212 items a turn spends 310 ms in history handling; with install() 28 ms (11x)"
+    # The verdict stays plain against install(); the guard's cost follows it.
+    guarded = _point(4212, plain, installed, (0.032, 0.033, 0.034))
+    assert verdict([guarded]) == gain + "; the guard adds 5 ms"
+    assert guarded.guard_cost() == pytest.approx(0.005)
+    assert guarded.to_json()["guard_cost_s"] == pytest.approx(0.005)
+    assert guarded.to_json()["guard_within_noise"] is False
+    # Within noise of install(), or not timed: nothing said.
+    noisy = _point(4212, plain, installed, (0.026, 0.0285, 0.030))
+    assert verdict([noisy]) == gain
+    assert noisy.guard_cost() is None
+    assert noisy.to_json()["guard_within_noise"] is True
+    assert verdict([_point(4212, plain, installed)]) == gain
+    assert _point(4212, plain, installed).to_json()["guarded"] is None
+    # A below-1-ms session still says what the guard adds.
+    small = verdict([_point(50, (4e-4, 5e-4, 6e-4), (1e-4, 1e-4, 1e-4), (3e-4, 3e-4, 3e-4))])
+    assert small.endswith("below 1 ms, nothing to gain here; the guard adds 200 us")
 
 
 def test_postgres_storage_is_measured_per_table(

@@ -3,10 +3,13 @@
 At up to ``POINTS`` sizes spread over a session (every prefix of its items for short
 ones), a private SQLite copy of that prefix (the SDK's tables) gets one turn's history
 handling timed: the SDK's ``SQLiteSession.get_items`` (read) and its
-``prepare_input_with_session`` (read included; the rest is ``prepare``), plain and
-under ``histcore.openai_agents.install()``, which must give the same model input. A
-difference whose samples' min-max ranges overlap is within noise. ``verdict`` says per
-session whether histcore would help; ``storage`` measures the store's bytes.
+``prepare_input_with_session`` (read included; the rest is ``prepare``), plain, under
+``histcore.openai_agents.install()`` (which must give the same model input) and under
+``install(guard=True)`` (its part of the history preparation; its check before each
+model call runs in the run loop, outside a turn here). A difference whose samples'
+min-max ranges overlap is within noise. ``verdict`` says per session whether histcore
+would help (plain against install()) and what the guard adds; ``storage`` measures the
+store's bytes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import math
 import os
 import statistics
@@ -53,11 +57,15 @@ _SESSION_MODULE = "agents.run_internal.session_persistence"
 
 @dataclass(frozen=True)
 class Point:
-    """One size of a session: the turn's history handling plain and installed."""
+    """One size of a session: the turn's history handling plain, installed and, when
+    timed, under ``install(guard=True)``."""
 
     items: int
     plain: dict[str, Timing]  # "read", "turn"
     installed: dict[str, Timing]
+    guarded: dict[str, Timing] | None = None
+    #: whether the guard sent another model input than install() (it repaired one)
+    guard_repaired: bool = False
 
     def ratio(self, phase: str = "turn") -> float | None:
         fast = self.installed[phase].median
@@ -66,9 +74,16 @@ class Point:
     def within_noise(self, phase: str = "turn") -> bool:
         return overlaps(self.plain[phase], self.installed[phase])
 
+    def guard_cost(self) -> float | None:
+        """What the guard adds to an installed turn (medians, seconds); None when not
+        timed or within noise."""
+        if self.guarded is None or overlaps(self.installed["turn"], self.guarded["turn"]):
+            return None
+        return self.guarded["turn"].median - self.installed["turn"].median
+
     def prepare(self, mode: str) -> float:
         """The turn beyond its read (medians), in seconds."""
-        timings = self.plain if mode == "plain" else self.installed
+        timings = {"plain": self.plain, "guarded": self.guarded}.get(mode) or self.installed
         return max(0.0, timings["turn"].median - timings["read"].median)
 
     def to_json(self) -> dict[str, Any]:
@@ -80,6 +95,18 @@ class Point:
             "within_noise": self.within_noise(),
             "read_ratio": self.ratio("read"),
             "read_within_noise": self.within_noise("read"),
+            "guarded": (
+                None
+                if self.guarded is None
+                else {phase: timing.to_json() for phase, timing in self.guarded.items()}
+            ),
+            "guard_cost_s": self.guard_cost(),
+            "guard_within_noise": (
+                None
+                if self.guarded is None
+                else overlaps(self.installed["turn"], self.guarded["turn"])
+            ),
+            "guard_repaired": self.guard_repaired,
         }
 
 
@@ -172,8 +199,9 @@ def time_curve(
     session_id: str, rows: Sequence[Row], workdir: str, repeat: int, points: int = POINTS
 ) -> list[Point]:
     """The session's curve, timed on private copies of its prefixes (all plain, then all
-    installed: install() takes about 0.1 s). Raises Mismatch when install() prepares
-    another model input than the plain SDK."""
+    installed, then all guarded: install() takes about 0.1 s). Raises Mismatch when
+    install() prepares another model input than the plain SDK (the guard may repair
+    one: ``Point.guard_repaired``)."""
     from histcore import openai_agents as accelerator
 
     item_rows = [row for row in rows if is_item(row)]
@@ -184,26 +212,44 @@ def time_curve(
     accelerator.install()
     try:
         fast = _time_sizes(session_id, item_rows, sizes, workdir, samples)
+        accelerator.install(guard=True)
+        # The guard warns once per session and problem; a bench reports, not warns.
+        guard_logger = logging.getLogger("histcore.openai_agents")
+        level = guard_logger.level
+        guard_logger.setLevel(logging.ERROR)
+        try:
+            guarded = _time_sizes(session_id, item_rows, sizes, workdir, samples)
+        finally:
+            guard_logger.setLevel(level)
     finally:
         accelerator.uninstall()
     curve: list[Point] = []
-    for size, (plain_timings, plain_input), (fast_timings, fast_input) in zip(
-        sizes, plain, fast, strict=True
-    ):
+    for size, (plain_timings, plain_input), (fast_timings, fast_input), (
+        guard_timings,
+        guard_input,
+    ) in zip(sizes, plain, fast, guarded, strict=True):
         if plain_input != fast_input:
             raise Mismatch(
                 f"session {session_id!r}: at {size} items, install() prepared another model "
                 "input than the plain SDK"
             )
-        curve.append(Point(size, plain_timings, fast_timings))
+        curve.append(
+            Point(size, plain_timings, fast_timings, guard_timings, guard_input != fast_input)
+        )
     return curve
 
 
 def verdict(curve: Sequence[Point]) -> str:
-    """One line: would histcore help this session, at its full size?"""
+    """One line: would histcore help this session, at its full size (plain against
+    install())? Then what the guard adds to install(), when measurable."""
     if not curve:
         return "no items: nothing to time"
-    last = curve[-1]
+    cost = curve[-1].guard_cost()
+    guard = "" if cost is None or cost <= 0 else f"; the guard adds {format_seconds(cost)}"
+    return _gain(curve[-1]) + guard
+
+
+def _gain(last: Point) -> str:
     plain, fast = last.plain["turn"].median, last.installed["turn"].median
     if plain < NEGLIGIBLE_SECONDS:
         return (

@@ -111,21 +111,31 @@ def _curve_ratio(point: Point, phase: str) -> str:
 
 
 def _curve(session: SessionResult) -> list[str]:
-    """The session as it grew: ms per turn plain and installed, and the phases."""
+    """The session as it grew: ms per turn plain, installed and guarded, and the phases."""
     lines = [
         f"session {session.session_id!r} as it grew (ms per turn; {_NOISE} within noise):",
-        f"  {'items':>8}  {'plain':>9}  {'installed':>9}  {'ratio':>7}"
+        f"  {'items':>8}  {'plain':>9}  {'installed':>9}  {'ratio':>7}  {'guarded':>9}"
         f"  {'read':>9}  {'read inst':>9}  {'ratio':>7}  {'prepare':>9}  {'prep inst':>9}",
     ]
     for point in session.curve:
         plain, fast = point.plain, point.installed
         lines.append(
             f"  {point.items:>8,}  {_ms(plain['turn'].median):>9}  {_ms(fast['turn'].median):>9}"
-            f"  {_curve_ratio(point, 'turn'):>7}  {_ms(plain['read'].median):>9}"
+            f"  {_curve_ratio(point, 'turn'):>7}  {_guarded(point):>9}"
+            f"  {_ms(plain['read'].median):>9}"
             f"  {_ms(fast['read'].median):>9}  {_curve_ratio(point, 'read'):>7}"
             f"  {_ms(point.prepare('plain')):>9}  {_ms(point.prepare('installed')):>9}"
         )
     return lines
+
+
+def _guarded(point: Point) -> str:
+    """The guarded turn; ``~`` when within noise of the installed one, ``*`` when the
+    guard repaired the model input."""
+    if point.guarded is None:
+        return "-"
+    text = _ms(point.guarded["turn"].median) + ("*" if point.guard_repaired else "")
+    return text if point.guard_cost() is not None else _NOISE + text
 
 
 def _bytes(size: float) -> str:
@@ -154,7 +164,10 @@ def _curve_legend(result: StoreResult) -> list[str]:
         ]
     return [
         "as it grew: each size a private SQLite copy of the session's first items; plain = "
-        "the SDK's SQLiteSession, installed = under histcore.openai_agents.install(); turn = "
+        "the SDK's SQLiteSession, installed = under histcore.openai_agents.install(), "
+        f"guarded = under install(guard=True) ({_NOISE} within noise of installed, * the "
+        "guard repaired the model input; its check before each model call, in the run "
+        "loop, is not part of a turn here); turn = "
         f"prepare_input_with_session({NEW_MESSAGE!r}) with its read, read = get_items, "
         "prepare = turn - read; the same session object turn after turn, nothing new between "
         f"turns; medians; {_NOISE} = the samples' min-max ranges overlap (within noise)",
