@@ -4,7 +4,7 @@
 The rules (docs/design.md, "Model input the API accepts") are checked in one linear
 pass each. A problem is ``(position, kind, detail)``: ``kind`` names the rule broken
 and ``detail`` is the ``call_id`` or item id concerned (or None);
-``histcore.engine.items`` turns these into ``InputProblem`` values with messages.
+``histcore.engine.input_rules`` turns these into ``InputProblem`` values with messages.
 
 The repair works on *units*: a reasoning run together with the item it produced (a
 reasoning item that lost its stored successor, rule (f), stands alone), and a tool call
