@@ -10,11 +10,13 @@ wrote their rows, so a retry of a call whose acknowledgement was lost stores not
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
 __all__ = [
     "DEFAULT_OP_ID_WINDOW",
+    "SuffixReplacing",
     "check_expected_revision",
     "check_keep_replaced",
     "check_op_id",
@@ -111,3 +113,30 @@ def doomed_rows(
         while expired < start and prune_prefix(items[expired]):
             expired += 1
     return ids[:expired] + ids[start:]
+
+
+class SuffixReplacing(ABC):
+    """``replace_suffix`` written once for the stores that replace in one transaction of
+    their own, ``_replace`` (SQLite and PostgreSQL; the SDK's compaction hook calls
+    ``_replace`` too, counting ``start`` from the newest item)."""
+
+    async def replace_suffix(self, start: int, items: list[Any], *, expected_revision: int) -> bool:
+        """Replace the items from position ``start`` (0-based, oldest first; the length
+        appends) with ``items`` in one transaction, if the revision is still
+        ``expected_revision``; otherwise return False and change nothing. Rows that
+        hold no item are not positions, and are left where they are."""
+        start = check_start(start)
+        expected_revision = check_expected_revision(expected_revision)
+        return await self._replace(start, items, expected_revision)
+
+    @abstractmethod
+    async def _replace(
+        self,
+        start: int,
+        items: list[Any],
+        expected_revision: int,
+        from_end: bool = False,
+        prune_prefix: Callable[[Any], bool] | None = None,
+    ) -> bool:
+        """``replace_suffix`` with checked arguments (``from_end`` and ``prune_prefix``:
+        see ``doomed_rows``)."""

@@ -43,11 +43,10 @@ from histcore.sessions._postgres_pools import (
 )
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
-    check_expected_revision,
+    SuffixReplacing,
     check_keep_replaced,
     check_op_id,
     check_op_id_window,
-    check_start,
     doomed_rows,
 )
 from histcore.sessions.base import (
@@ -209,7 +208,7 @@ class _HistoryChanged(Exception):
 # --- the session ----------------------------------------------------------------------
 
 
-class PostgresSession(_ClosableSession, SkipsCorruptRows):
+class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
     """A session stored in PostgreSQL, shared safely by any number of workers.
 
     Give either ``dsn`` (sessions with the same DSN share a pool, see ``shared_pool``;
@@ -430,17 +429,6 @@ class PostgresSession(_ClosableSession, SkipsCorruptRows):
                     return await self._count_revision(conn, changed=False)
 
         return await self._finish("revision", read)
-
-    async def replace_suffix(
-        self, start: int, items: list[InputItem], *, expected_revision: int
-    ) -> bool:
-        """Replace the items from position ``start`` (0-based, oldest first; the length
-        appends) with ``items`` in one transaction, if the revision is still
-        ``expected_revision``; otherwise return False and change nothing. Rows that
-        hold no item are not positions, and are left where they are."""
-        start = check_start(start)
-        expected_revision = check_expected_revision(expected_revision)
-        return await self._replace(start, items, expected_revision)
 
     async def _replace(
         self,

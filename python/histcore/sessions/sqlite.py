@@ -24,11 +24,10 @@ from histcore.sessions._compaction import compaction_snapshot
 from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
-    check_expected_revision,
+    SuffixReplacing,
     check_keep_replaced,
     check_op_id,
     check_op_id_window,
-    check_start,
 )
 from histcore.sessions.base import (
     MESSAGES_TABLE,
@@ -48,7 +47,7 @@ __all__ = ["SQLiteSession"]
 _T = TypeVar("_T")
 
 
-class SQLiteSession(_ClosableSession):
+class SQLiteSession(SuffixReplacing, _ClosableSession):
     """A session stored in a SQLite file (or ``:memory:``), in the Agents SDK's tables.
 
     ``db_path``: a file, ``:memory:``, or a ``file:`` URI (``file:chat.db?mode=ro``).
@@ -162,16 +161,6 @@ class SQLiteSession(_ClosableSession):
             raise ValueError("transcript() needs a session made with keep_replaced=True")
         self._store.check_open()
         return await self._in_worker("transcript", self._store.transcript)
-
-    async def replace_suffix(
-        self, start: int, items: list[InputItem], *, expected_revision: int
-    ) -> bool:
-        """Replace the items from position ``start`` (0-based, oldest first; the length
-        appends) with ``items`` in one transaction, if the revision is still
-        ``expected_revision``; otherwise return False and change nothing."""
-        start = check_start(start)
-        expected_revision = check_expected_revision(expected_revision)
-        return await self._replace(start, items, expected_revision)
 
     async def _replace(
         self,
