@@ -274,14 +274,17 @@ mod _core {
     /// outputs; it is kept or dropped whole, so no turn is split. A reasoning item that
     /// lost the item stored after it (rule (f)) is a unit of its own. User messages are
     /// never dropped. Without problems the result holds the very same objects in the same
-    /// order. Linear in the number of items.
+    /// order. Linear in the number of items. ``dangling="synthesize"``: a function or
+    /// custom tool call whose output is missing gets a synthesized output
+    /// (``histcore.engine.units.lost_output``) right after it instead of being dropped.
     #[pyfunction]
-    #[pyo3(signature = (items, *, history=None))]
+    #[pyo3(signature = (items, *, history=None, dangling=py::input_rules::Dangling::Default))]
     fn repair_input<'py>(
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,
+        dangling: py::input_rules::Dangling<'py>,
     ) -> PyResult<Bound<'py, PyList>> {
-        py::input_rules::repair_input(items, history)
+        py::input_rules::repair_input(items, history, dangling)
     }
 
     /// Classify what a session input callback returned (docs/design.md, rules 1-6).

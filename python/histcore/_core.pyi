@@ -62,7 +62,10 @@ def input_problems(
     items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
 ) -> list[tuple[int, str, str | None]]: ...
 def repair_input(
-    items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
+    items: Iterable[Any],
+    *,
+    history: Iterable[Any] | StoredHistory | None = None,
+    dangling: str = "drop",
 ) -> list[Any]: ...
 def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | None: ...
 def decode_rows(

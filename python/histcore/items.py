@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from histcore.engine.input_rules import StoredHistory
+from histcore.engine.input_rules import LOST_OUTPUT_TEXT, StoredHistory
 from histcore.engine.items import (
     BACKEND,
     MAX_DEPTH,
@@ -25,6 +25,7 @@ from histcore.engine.items import (
 
 __all__ = [
     "BACKEND",
+    "LOST_OUTPUT_TEXT",
     "MAX_DEPTH",
     "InputProblem",
     "StoredHistory",

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
@@ -84,14 +85,93 @@ pub fn input_problems<'py>(
 pub fn repair_input<'py>(
     items: &Bound<'py, PyAny>,
     history: Option<&Bound<'py, PyAny>>,
+    dangling: Dangling<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let synthesize = match dangling {
+        Dangling::Default => false,
+        Dangling::Given(dangling) => synthesizes(&dangling)?,
+    };
     let mut items = ListArg::of(items, "items")?;
     if ListArg::may_run_code(history) {
         items.snapshot()?;
     }
     let history = history.map(HistoryArg::of).transpose()?;
+    if synthesize {
+        if let Some(augmented) = with_lost_outputs(&items, history.as_ref())? {
+            items = ListArg::of(augmented.as_any(), "items")?;
+        }
+    }
     let kept = kept(&items, history.as_ref())?;
     items.items.pick(&kept)
+}
+
+/// `repair_input`'s `dangling` argument: left out ("drop"), or what was passed (None too,
+/// which the twin rejects).
+pub enum Dangling<'py> {
+    Default,
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Dangling<'py> {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Dangling::Given(value.to_owned()))
+    }
+}
+
+static CHECK_DANGLING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static LOST_OUTPUT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+const UNITS: &str = "histcore.engine.units";
+
+/// Whether `dangling` asks to synthesize; the twin's `check_dangling` raises otherwise.
+fn synthesizes(dangling: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if let Ok(text) = dangling.cast_exact::<PyString>() {
+        match text.to_str()? {
+            "drop" => return Ok(false),
+            "synthesize" => return Ok(true),
+            _ => {}
+        }
+    }
+    let check = CHECK_DANGLING.import(dangling.py(), UNITS, "check_dangling")?;
+    check.call1((dangling,))?.is_truthy()
+}
+
+/// The twin's `_with_lost_outputs`: the items with the synthesized output (the twin's
+/// `lost_output`) right after each call whose output is missing; None when there is none.
+fn with_lost_outputs<'py>(
+    items: &ListArg<'py>,
+    history: Option<&HistoryArg<'py>>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = items.items.py();
+    let mut dangling = vec![false; items.len()];
+    let mut any = false;
+    for problem in problems(items, history)?.iter() {
+        let (position, kind): (usize, Bound<'py, PyString>) = (
+            problem.get_item(0)?.extract()?,
+            problem.get_item(1)?.extract()?,
+        );
+        if kind.to_str()? == "call_without_output" {
+            dangling[position] = true;
+            any = true;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    let lost_output = LOST_OUTPUT.import(py, UNITS, "lost_output")?;
+    let augmented = PyList::empty(py);
+    for (position, &flagged) in dangling.iter().enumerate() {
+        let item = items.items.get(position)?;
+        augmented.append(&item)?;
+        if flagged {
+            let output = lost_output.call1((item,))?;
+            if !output.is_none() {
+                augmented.append(output)?;
+            }
+        }
+    }
+    Ok(Some(augmented))
 }
 
 /// `input_problems`: every problem of `items`, as `(position, kind, detail)` tuples.

@@ -10,6 +10,7 @@ is dropped, and the engines agree, exceptions included.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -191,6 +192,74 @@ def test_engines_agree(
     assert positions(core.repair_input(items, history=stored), items) == positions(
         pure.repair_input(items, history=stored), items
     )
+    synthesized = core.repair_input(items, history=stored, dangling="synthesize")
+    assert synthesized == pure.repair_input(items, history=stored, dangling="synthesize")
+
+
+@PROPERTY
+@given(history=reasoning_histories(), data=st.data())
+def test_synthesize_keeps_every_call_whose_output_went(
+    engine: ModuleType, history: list[Any], data: st.DataObject
+) -> None:
+    # A whole history whose outputs a store lost: under "drop" their calls go, under
+    # "synthesize" nothing goes and each such call is followed by a marked output.
+    problems = engine.input_problems(history, history=history)
+    outputs = [p for p, item in enumerate(history) if item.get("type") == "function_call_output"]
+    if problems or not outputs:
+        return  # calls paused for approval at the end, or no output to lose
+    lost = data.draw(st.sets(st.sampled_from(outputs), min_size=1))
+    items = [item for position, item in enumerate(history) if position not in lost]
+    lost_calls = {history[position]["call_id"] for position in lost}
+    repaired = engine.repair_input(items, history=history, dangling="synthesize")
+    assert engine.input_problems(repaired, history=history) == []
+    originals = [item for item in repaired if any(item is other for other in items)]
+    assert len(originals) == len(items)
+    assert all(a is b for a, b in zip(originals, items, strict=True))
+    made = [(at, item) for at, item in enumerate(repaired) if item not in originals]
+    assert {item["call_id"] for _, item in made} == lost_calls
+    for at, item in made:
+        assert item == {
+            "type": "function_call_output",
+            "call_id": item["call_id"],
+            "output": public.LOST_OUTPUT_TEXT,
+        }
+        assert repaired[at - 1].get("type") == "function_call"
+        assert repaired[at - 1]["call_id"] == item["call_id"]
+    dropped = engine.repair_input(items, history=history)
+    kept_calls = {item["call_id"] for item in dropped if item.get("type") == "function_call"}
+    assert kept_calls.isdisjoint(lost_calls)
+
+
+@pytest.mark.parametrize("bad", [None, "", "Drop", "synthesise", 1, ["drop"], b"drop"])
+def test_dangling_takes_drop_or_synthesize(pure: ModuleType, core: ModuleType, bad: Any) -> None:
+    # Checked before the items are read: the items here are not a list.
+    expected = f"dangling must be 'drop' or 'synthesize', not {bad!r}"
+    for engine in (pure, core, public):
+        with pytest.raises(ValueError, match="^" + re.escape(expected) + "$"):
+            engine.repair_input(5, dangling=bad)
+
+
+def test_synthesize_marks_text_calls_and_drops_others(engine: ModuleType) -> None:
+    screenshot = {"type": "computer_call", "call_id": "c3", "action": {"type": "screenshot"}}
+    items = [
+        {"role": "user", "content": "q"},
+        {"type": "function_call", "call_id": "c1", "name": "pay", "arguments": "{}"},
+        {"type": "custom_tool_call", "call_id": "c2", "name": "mail", "input": "x"},
+        screenshot,
+        {"role": "user", "content": "next"},
+        {"type": "function_call", "call_id": "c4", "name": "pay", "arguments": "{}"},
+    ]
+    repaired = engine.repair_input(items, dangling="synthesize")
+    lost = public.LOST_OUTPUT_TEXT
+    assert repaired == [
+        items[0],
+        items[1],
+        {"type": "function_call_output", "call_id": "c1", "output": lost},
+        items[2],
+        {"type": "custom_tool_call_output", "call_id": "c2", "output": lost},
+        items[4],  # the screenshot output cannot say so: the computer call goes
+    ]  # and a last call awaiting its output goes as under "drop"
+    assert engine.repair_input(items) == [items[0], items[4]]
 
 
 @PROPERTY
@@ -348,18 +417,27 @@ Outcome = tuple[str, Any]
 
 
 def _outcome(engine: ModuleType, name: str, items: Any, history: Any) -> Outcome:
-    """What a call gave: problems, kept objects (by identity), or the exception raised."""
+    """What a call gave: problems, kept objects (by identity; a synthesized output by
+    value), or the exception raised."""
+    given = list.__iter__(items) if isinstance(items, list) else ()
+    originals = {id(item) for item in given}
     try:
-        result = getattr(engine, name)(items, history=history)
+        if name == "repair_input synthesize":
+            result = engine.repair_input(items, history=history, dangling="synthesize")
+        else:
+            result = getattr(engine, name)(items, history=history)
     except Exception as exc:  # the exception itself is what gets compared
         return ("raised", (type(exc), str(exc)))
-    if name == "repair_input":
-        return ("returned", [id(item) for item in result])
+    if name.startswith("repair_input"):
+        return ("returned", [id(item) if id(item) in originals else item for item in result])
     return ("returned", result)
 
 
+_OUTCOMES = ("input_problems", "repair_input", "repair_input synthesize")
+
+
 def _assert_same(pure: ModuleType, core: ModuleType, items: Any, history: Any = None) -> None:
-    for name in ("input_problems", "repair_input"):
+    for name in _OUTCOMES:
         expected = _outcome(pure, name, items, history)
         assert _outcome(core, name, items, history) == expected, name
 
@@ -559,7 +637,7 @@ def test_odd_values_are_read_alike(
     pure: ModuleType, core: ModuleType, case: tuple[list[Any], list[Any] | None]
 ) -> None:
     items, history = case
-    for name in ("input_problems", "repair_input"):
+    for name in _OUTCOMES:
         logs = []
         outcomes = []
         for engine in (pure, core):
@@ -601,7 +679,7 @@ def test_exceptions_are_the_twins(
     pure: ModuleType, core: ModuleType, case: tuple[list[Any], list[Any] | None]
 ) -> None:
     items, history = case
-    for name in ("input_problems", "repair_input"):
+    for name in _OUTCOMES:
         expected = _outcome(pure, name, items, history)
         assert expected[0] == "raised", name
         assert _outcome(core, name, items, history) == expected, name
@@ -744,7 +822,7 @@ _NAMES = ("input_problems", "repair_input")
 def test_engines_agree_on_stored_histories(
     pure: ModuleType, core: ModuleType, history: list[Any], items: list[Any], cuts: list[int]
 ) -> None:
-    for name in _NAMES:
+    for name in _OUTCOMES:
         expected = _outcome(pure, name, items, _stored_in_chunks(pure, history, cuts))
         assert _outcome(core, name, items, _stored_in_chunks(core, history, cuts)) == expected
 

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from histcore.engine.pure import input_rules
+from histcore.items import LOST_OUTPUT_TEXT as LOST
 from tests.support.examples import examples
 from tests.support.strategies import positions
 
@@ -126,6 +127,37 @@ def test_incremental_rounds_match_the_loop_on_drawn_lists(
     assert positions(engine.repair_input(items, history=history), items) == positions(
         expected, items
     )
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    items=st.lists(alphabet_items, max_size=16),
+    history=st.none() | st.lists(alphabet_items, max_size=10),
+)
+def test_synthesize_is_the_loop_after_the_marked_outputs(
+    pure: ModuleType, core: ModuleType, items: list[Any], history: list[Any] | None
+) -> None:
+    # "synthesize" first puts an output after each function call lacking one (not a
+    # trailing call awaiting approval), then repairs as "drop": the engines agree, and
+    # what comes back breaks no rule but a duplicate id between user messages.
+    dangling = {
+        position
+        for position, kind, _ in input_rules.input_problems(items, history=history)
+        if kind == "call_without_output"
+    }
+    augmented: list[Any] = []
+    for position, item in enumerate(items):
+        augmented.append(item)
+        if position in dangling and item.get("type") == "function_call":
+            augmented.append(
+                {"type": "function_call_output", "call_id": item["call_id"], "output": LOST}
+            )
+    expected, _ = loop_repair(augmented, history)
+    repaired = core.repair_input(items, history=history, dangling="synthesize")
+    assert repaired == pure.repair_input(items, history=history, dangling="synthesize")
+    assert repaired == expected
+    left = pure.input_problems(repaired, history=history)
+    assert all(repaired[position].get("role") == "user" for position, _, _ in left)
 
 
 def test_a_long_chain_of_programs_goes_whole(engine: ModuleType) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from histcore.items import LOST_OUTPUT_TEXT
 from tests.support.strategies import positions
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
@@ -109,3 +110,17 @@ def test_input_rules(engine: ModuleType, case: dict[str, Any]) -> None:
     found = engine.input_problems(items, history=history)
     assert [list(problem) for problem in found] == case["problems"]
     _same_objects(engine.repair_input(items, history=history), items, case["kept"])
+    # "synthesized": repair_input(dangling="synthesize"), a {"lost": i} entry standing
+    # for the output synthesized for the call at input position i.
+    synthesized = engine.repair_input(items, history=history, dangling="synthesize")
+    assert len(synthesized) == len(case["synthesized"]), positions(synthesized, items)
+    for got, entry in zip(synthesized, case["synthesized"], strict=True):
+        if isinstance(entry, int):
+            assert got is items[entry], (positions(synthesized, items), case["synthesized"])
+        else:
+            call = items[entry["lost"]]
+            assert got == {
+                "type": call["type"] + "_output",
+                "call_id": call["call_id"],
+                "output": LOST_OUTPUT_TEXT,
+            }

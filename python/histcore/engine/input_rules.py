@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from histcore.engine.backend import backend_module
+from histcore.engine.units import LOST_OUTPUT_TEXT as LOST_OUTPUT_TEXT
 from histcore.engine.units import unit_roots
 from histcore.engine.vocabulary import PROBLEM_KINDS, USER_SIDE_ROLES, exact_text
 
-# InputProblem, StoredHistory, input_problems and repair_input are public at
-# histcore.items alone.
+# InputProblem, LOST_OUTPUT_TEXT, StoredHistory, input_problems and repair_input are
+# public at histcore.items alone.
 __all__ = [
     "PROBLEM_KINDS",
     "drop_units",
@@ -79,7 +80,10 @@ def input_problems(
 
 
 def repair_input(
-    items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
+    items: Iterable[Any],
+    *,
+    history: Iterable[Any] | StoredHistory | None = None,
+    dangling: str = "drop",
 ) -> list[Any]:
     """``items`` without the units that break the rules: a list ``input_problems``
     finds clean (duplicate ids between user messages aside: those are never dropped).
@@ -88,8 +92,13 @@ def repair_input(
     the item stored after it stands alone), or a tool call with its outputs: kept whole
     or dropped whole, never split. User messages stay. A list
     without problems comes back with the very same objects in the same order.
+
+    ``dangling`` says what becomes of a function or custom tool call whose output is
+    missing (a trailing call awaiting its output aside): ``"drop"`` its unit, or
+    ``"synthesize"`` an output right after it whose ``output`` is ``LOST_OUTPUT_TEXT``,
+    so the model still sees the action ran. Other calls are dropped either way.
     """
-    result: list[Any] = backend_module.repair_input(items, history=history)
+    result: list[Any] = backend_module.repair_input(items, history=history, dangling=dangling)
     return result
 
 

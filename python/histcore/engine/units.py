@@ -21,6 +21,8 @@ from histcore.engine.vocabulary import (
 
 __all__ = [
     "CALL",
+    "DANGLING_MODES",
+    "LOST_OUTPUT_TEXT",
     "OTHER",
     "OUTPUT",
     "PRODUCED",
@@ -29,6 +31,7 @@ __all__ = [
     "ItemFacts",
     "find_root",
     "item_payload",
+    "lost_output",
     "pair_bounds",
     "unit_forest",
     "unit_roots",
@@ -97,6 +100,42 @@ class ItemFacts:
             self.pairs[position] = (OUTPUT_TO_CALL_TYPE[kind], call_id)
         elif kind is not None and kind not in _NOT_PRODUCED_TYPES:
             self.kinds[position] = PRODUCED
+
+
+#: ``repair_input``'s ``dangling`` options: what becomes of a call whose output is missing.
+DANGLING_MODES = ("drop", "synthesize")
+#: The ``output`` of a synthesized output. The Responses API rejects keys it does not
+#: know, so this text, exactly, is what marks a synthesized output.
+LOST_OUTPUT_TEXT = (
+    "[histcore] the output of this call was lost from the stored history;"
+    " the call ran, its result is unknown"
+)
+# Calls whose output can say so in text; the others (a screenshot, shell chunks, a
+# patch status, ...) cannot, and are dropped as before.
+_TEXT_OUTPUT_TYPES = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+}
+
+
+def check_dangling(dangling: Any) -> bool:
+    """Whether ``dangling`` asks to synthesize; a ValueError unless it is an option."""
+    if type(dangling) is not str or dangling not in DANGLING_MODES:
+        raise ValueError(f"dangling must be 'drop' or 'synthesize', not {dangling!r}")
+    return dangling == "synthesize"
+
+
+def lost_output(call: Any) -> dict[str, Any] | None:
+    """The output ``repair_input(dangling="synthesize")`` puts after ``call``, whose
+    output is missing; None for a call whose output cannot carry text."""
+    payload = item_payload(call)
+    if payload is None:
+        return None
+    output_type = _TEXT_OUTPUT_TYPES.get(exact_text(dict.get(payload, "type")) or "")
+    call_id = exact_text(dict.get(payload, "call_id"))
+    if output_type is None or call_id is None:
+        return None
+    return {"type": output_type, "call_id": call_id, "output": LOST_OUTPUT_TEXT}
 
 
 def pair_bounds(facts: ItemFacts) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:

@@ -25,8 +25,10 @@ from histcore.engine.units import PRODUCED as _PRODUCED
 from histcore.engine.units import REASONING as _REASONING
 from histcore.engine.units import USER as _USER
 from histcore.engine.units import ItemFacts as _Facts
+from histcore.engine.units import check_dangling as _check_dangling
 from histcore.engine.units import find_root as _find
 from histcore.engine.units import item_payload as _payload
+from histcore.engine.units import lost_output as _lost_output
 from histcore.engine.units import pair_bounds as _pair_bounds
 from histcore.engine.units import unit_forest as _units
 from histcore.engine.vocabulary import FAKE_ID, PROBLEM_KINDS
@@ -346,8 +348,29 @@ class _Cascade:
                 dirty.append(caller)
 
 
+def _with_lost_outputs(current: list[Any], stored: list[Any] | StoredHistory | None) -> list[Any]:
+    """``current`` with a synthesized output right after each call whose output is
+    missing (``call_without_output``: a trailing call awaiting its output is not one)."""
+    dangling = {
+        position
+        for position, kind, _ in input_problems(current, history=stored)
+        if kind == "call_without_output"
+    }
+    if not dangling:
+        return current
+    augmented: list[Any] = []
+    for position, item in enumerate(current):
+        augmented.append(item)
+        if position in dangling and (output := _lost_output(item)) is not None:
+            augmented.append(output)
+    return augmented
+
+
 def repair_input(
-    items: Iterable[Any], *, history: Iterable[Any] | StoredHistory | None = None
+    items: Iterable[Any],
+    *,
+    history: Iterable[Any] | StoredHistory | None = None,
+    dangling: str = "drop",
 ) -> list[Any]:
     """``items`` without the units that break the model-input rules.
 
@@ -355,10 +378,16 @@ def repair_input(
     outputs; it is kept or dropped whole, so no turn is split. A reasoning item that
     lost the item stored after it (rule (f)) is a unit of its own. User messages are
     never dropped. Without problems the result holds the very same objects in the same
-    order. Linear in the number of items.
+    order. Linear in the number of items. ``dangling="synthesize"``: a function or
+    custom tool call whose output is missing gets a synthesized output (``lost_output``)
+    right after it instead of being dropped.
     """
+    synthesize = _check_dangling(dangling)
     current = list(_as_list(items, "items"))
-    kept = _read_history(_stored(history))
+    stored = _stored(history)
+    if synthesize:
+        current = _with_lost_outputs(current, stored)
+    kept = _read_history(stored)
     required = kept._required
     facts = _Facts(current)
     lost = _lost_successors(facts, kept._successor)
