@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
+from histcore.engine.units import check_dangling
 from histcore.openai_agents import _patches
 from histcore.openai_agents._guard import GuardCounts
 from histcore.openai_agents._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
@@ -96,7 +97,7 @@ def _bind(
     return bindings, watches
 
 
-def install(*, guard: bool = False) -> Installation:
+def install(*, guard: bool = False, dangling: str = "drop") -> Installation:
     """Replace the SDK's history helpers with histcore's. A second call changes nothing,
     except that ``guard=True`` adds the guard to an installation without it.
 
@@ -105,14 +106,27 @@ def install(*, guard: bool = False) -> Installation:
     one WARNING on the ``histcore.openai_agents`` logger per session and problem (the
     counts in ``installation().guard`` include every repair); the store is never written
     (``histcore doctor --fix`` repairs it). Without it the SDK's inputs are sent as the
-    SDK builds them.
+    SDK builds them. ``dangling="synthesize"`` (with ``guard=True``) keeps a function or
+    custom tool call whose output is missing, with a marked output after it
+    (``histcore.items.LOST_OUTPUT_TEXT``), instead of dropping it (``repair_input``).
+
+    Raises ValueError for a ``dangling`` other than ``"drop"`` and ``"synthesize"``, for
+    ``"synthesize"`` without ``guard=True``, and for one other than the installed guard's.
 
     Raises ImportError (saying how to install the extra) when the SDK is missing.
     Warns when the SDK version is not a supported one or a helper is not recognised;
     such helpers are left as they are. On any error nothing stays replaced.
     """
     global _current
+    if check_dangling(dangling) and not guard:
+        raise ValueError("dangling='synthesize' is the guard's: pass guard=True too")
     with _LOCK:
+        installed = None if _current is None else _current.guard
+        if guard and installed is not None and installed.dangling != dangling:
+            raise ValueError(
+                f"the guard is installed with dangling={installed.dangling!r}, not "
+                f"{dangling!r}: uninstall() first"
+            )
         if _current is not None and (not guard or _current.guard is not None):
             return _current
         _import_sdk()
@@ -123,7 +137,7 @@ def install(*, guard: bool = False) -> Installation:
         watches: list[Watch] = []
         if _current is None:
             bindings, watches = _bind(_patches.GROUPS, skipped)
-        counts = GuardCounts() if guard else None
+        counts = GuardCounts(dangling) if guard else None
         if counts is not None:
             try:
                 guarded, _ = _bind(_patches.guard_groups(counts, _rebinder(counts)), skipped)
@@ -233,13 +247,13 @@ def installation() -> Installation | None:
 
 
 @contextmanager
-def installed(*, guard: bool = False) -> Iterator[Installation]:
-    """Install (``install(guard=guard)``) for the duration of a ``with`` block, then
-    restore the previous state."""
+def installed(*, guard: bool = False, dangling: str = "drop") -> Iterator[Installation]:
+    """Install (``install(guard=guard, dangling=dangling)``) for the duration of a
+    ``with`` block, then restore the previous state."""
     with _LOCK:
         was_installed = _current is not None
         was_guarded = was_installed and _current is not None and _current.guard is not None
-        current = install(guard=guard)
+        current = install(guard=guard, dangling=dangling)
     try:
         yield current
     finally:

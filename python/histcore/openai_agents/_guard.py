@@ -28,6 +28,7 @@ from typing import Any
 
 from histcore.engine.backend import backend_module
 from histcore.engine.input_rules import StoredHistory
+from histcore.engine.units import check_dangling
 from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE, PROBLEM_KINDS
 from histcore.openai_agents._replacements import checked_dedupe_of
 from histcore.openai_agents._session_read import ReadNote, noting_reads
@@ -37,6 +38,7 @@ __all__ = [
     "GuardCounts",
     "make_guarded_dedupe",
     "make_guarded_filter",
+    "make_keeping_orphans",
     "make_noting_session_get_items",
     "unfit",
 ]
@@ -73,6 +75,9 @@ class GuardCounts:
     dropped, per rule kind the problems whose items it dropped, warnings logged (one per
     session and problem, so usually fewer than ``repaired``), and times (wall clock,
     every thread's summed; left out of the repr, which stays the same from run to run).
+    ``dangling`` is what the guard does with a call whose output is missing (``"drop"``
+    or ``"synthesize"``, as ``repair_input``); ``synthesized`` counts the outputs it
+    synthesized (in the repr when any).
 
     ``seconds`` is the guard's own time apart from the dedupes of model inputs (noting
     the stored history, repairing, logging); ``dedupe_seconds`` is the time of those
@@ -84,15 +89,20 @@ class GuardCounts:
         "_lock",
         "_logged",
         "checked",
+        "dangling",
         "dedupe_seconds",
         "dropped",
         "repaired",
         "rules",
         "seconds",
+        "synthesized",
         "warnings",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, dangling: str = "drop") -> None:
+        check_dangling(dangling)
+        self.dangling = dangling
+        self.synthesized = 0
         self._lock = threading.Lock()
         self.checked = 0
         self.repaired = 0
@@ -105,9 +115,11 @@ class GuardCounts:
         self._logged: OrderedDict[Hashable, None] = OrderedDict()
 
     def __repr__(self) -> str:
+        synthesized = f", synthesized={self.synthesized}" if self.synthesized else ""
         return (
             f"GuardCounts(checked={self.checked}, repaired={self.repaired}, "
-            f"dropped={self.dropped}, rules={dict(self.rules)}, warnings={self.warnings})"
+            f"dropped={self.dropped}{synthesized}, rules={dict(self.rules)}, "
+            f"warnings={self.warnings})"
         )
 
     def _first_time(self, keys: Iterable[Hashable]) -> bool:
@@ -134,14 +146,22 @@ class GuardCounts:
             self.seconds += time.perf_counter() - started - dedupe
             self.dedupe_seconds += dedupe
 
-    def _note(self, dropped: int, kinds: Sequence[str], started: float, dedupe: float) -> None:
+    def _note(
+        self,
+        dropped: int,
+        kinds: Sequence[str],
+        started: float,
+        dedupe: float,
+        synthesized: int = 0,
+    ) -> None:
         with self._lock:
             self.seconds += time.perf_counter() - started - dedupe
             self.dedupe_seconds += dedupe
             self.checked += 1
-            if dropped:
+            if dropped or synthesized:
                 self.repaired += 1
                 self.dropped += dropped
+                self.synthesized += synthesized
                 self.rules.update(kinds)
 
 
@@ -193,6 +213,62 @@ def make_noting_session_get_items(
     _session_get_items.__wrapped__ = original  # type: ignore[attr-defined]
     _session_get_items.__doc__ = original.__doc__
     return _session_get_items
+
+
+#: Calls the SDK's orphan pruning drops that ``dangling="synthesize"`` keeps (with the
+#: reasoning run before each): ``repair_input`` puts a marked output after them.
+_KEPT_CALL_TYPES = frozenset({"function_call", "custom_tool_call"})
+
+
+def make_keeping_orphans(original: Callable[..., Any], counts: GuardCounts) -> Callable[..., Any]:
+    """The session preparation's ``drop_orphan_function_calls`` (``original``): under
+    ``dangling="synthesize"`` the stored calls it dropped for lack of an output come
+    back, so that the guard sees them; otherwise its result as it is."""
+
+    def drop_orphan_function_calls(items: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(items, *args, **kwargs)
+        if (
+            counts.dangling != "synthesize"
+            or type(items) is not list
+            or type(result) is not list
+            or len(result) == len(items)
+        ):
+            return result
+        keep = [False] * len(items)
+        at = 0
+        for position, item in enumerate(items):
+            if at < len(result) and result[at] is item:
+                keep[position] = True
+                at += 1
+        if at != len(result):
+            return result  # not a subsequence of the items: left as it is
+        restored = False
+        for position, item in enumerate(items):
+            if keep[position] or type(item) is not dict:
+                continue
+            if item.get("type") not in _KEPT_CALL_TYPES:
+                continue
+            keep[position] = restored = True
+            before = position - 1
+            while (
+                before >= 0
+                and not keep[before]
+                and type(items[before]) is dict
+                and items[before].get("type") == "reasoning"
+            ):
+                keep[before] = True
+                before -= 1
+        if not restored:
+            return result
+        return [item for position, item in enumerate(items) if keep[position]]
+
+    drop_orphan_function_calls.__wrapped__ = original  # type: ignore[attr-defined]
+    drop_orphan_function_calls.__doc__ = original.__doc__
+    drop_orphan_function_calls.__qualname__ = getattr(
+        original, "__qualname__", "drop_orphan_function_calls"
+    )
+    drop_orphan_function_calls.__module__ = getattr(original, "__module__", __name__)
+    return drop_orphan_function_calls
 
 
 def _stored_history(items: list[Any], note: ReadNote) -> StoredHistory | list[Any]:
@@ -258,8 +334,11 @@ def make_guarded_dedupe(
         if not problems:
             counts._note(0, (), started, dedupe_time)
             return result
-        repaired = _repair(result, history, server, found)
-        dropped = _dropped_positions(result, repaired)
+        repaired = _repair(result, history, server, found, counts.dangling)
+        originals = set(map(id, result))
+        kept = [item for item in repaired if id(item) in originals]
+        synthesized = len(repaired) - len(kept)
+        dropped = _dropped_positions(result, kept)
         gone = set(dropped)
         ruled = [(at, kind, detail) for at, kind, detail in problems if at in gone]
         if (
@@ -268,7 +347,9 @@ def make_guarded_dedupe(
             and counts._first_time(_log_keys(session, result, dropped, ruled))
         ):
             _log(session, result, dropped, ruled, None if noted is None else noted[2])
-        counts._note(len(dropped), [kind for _, kind, _ in ruled], started, dedupe_time)
+        counts._note(
+            len(dropped), [kind for _, kind, _ in ruled], started, dedupe_time, synthesized
+        )
         return repaired
 
     deduplicate_input_items_preferring_latest.__wrapped__ = dedupe  # type: ignore[attr-defined]
@@ -376,11 +457,13 @@ def _repair(
     history: StoredHistory | list[Any] | None,
     server: bool,
     problems: list[tuple[int, str, Any]],
+    dangling: str,
 ) -> list[Any]:
-    """``repair_input`` with stand-in partners for what may be held elsewhere: a call in
-    front of each output on a server-managed conversation, an output after each pending
-    hosted shell call. The stand-ins satisfy the pairing rules and are removed after.
-    Only problems can need one (``input_problems`` reports every such output and call)."""
+    """``repair_input`` (``dangling`` passed on) with stand-in partners for what may be
+    held elsewhere: a call in front of each output on a server-managed conversation, an
+    output after each pending hosted shell call. The stand-ins satisfy the pairing rules
+    and are removed after. Only problems can need one (``input_problems`` reports every
+    such output and call)."""
     front: list[Any] = []
     back: list[Any] = []
     for item in items if server else ():
@@ -392,9 +475,11 @@ def _repair(
         if kind in _PAIRING_KINDS and _pending_hosted_shell(item):
             back.append({"type": "shell_call_output", "call_id": item["call_id"]})
     if not front and not back:
-        return list(backend_module.repair_input(items, history=history))
+        return list(backend_module.repair_input(items, history=history, dangling=dangling))
     stand_ins = set(map(id, front)) | set(map(id, back))
-    repaired = backend_module.repair_input([*front, *items, *back], history=history)
+    repaired = backend_module.repair_input(
+        [*front, *items, *back], history=history, dangling=dangling
+    )
     return [item for item in repaired if id(item) not in stand_ins]
 
 

@@ -379,6 +379,14 @@ def guard_groups(counts: guard.GuardCounts, rebind: Rebind) -> tuple[Group, ...]
                     everywhere=False,
                     watch=_unwatched,
                 ),
+                # Under dangling="synthesize": the stored calls whose output is missing
+                # reach the guard, which keeps them with a marked output.
+                Target(
+                    "drop_orphan_function_calls",
+                    lambda original, *_: guard.make_keeping_orphans(original, counts),
+                    everywhere=False,
+                    watch=_unwatched,
+                ),
             ),
         ),
         Group(
