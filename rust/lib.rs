@@ -278,7 +278,10 @@ mod _core {
     /// custom tool call whose output is missing gets a synthesized output
     /// (``histcore.engine.units.lost_output``) right after it instead of being dropped.
     #[pyfunction]
-    #[pyo3(signature = (items, *, history=None, dangling=py::input_rules::Dangling::Default))]
+    #[pyo3(
+        signature = (items, *, history=None, dangling=py::input_rules::Dangling::Default),
+        text_signature = "(items, *, history=None, dangling='drop')"
+    )]
     fn repair_input<'py>(
         items: &Bound<'py, PyAny>,
         history: Option<&Bound<'py, PyAny>>,

@@ -523,32 +523,74 @@ fn problem_value(problem: &input_rules::Problem, strings: &Strings) -> Value {
     ])
 }
 
+/// The problems and the kept positions of `items` under the rules (`history`: the case's).
+fn rules_of(items: &[Value], history: &Value) -> (Vec<Value>, Vec<usize>) {
+    let mut strings = Strings::default();
+    let mut facts = input_facts(items, &mut strings);
+    let stored = history
+        .as_array()
+        .map(|history| stored_facts(history, &mut strings));
+    let id_count = strings.len();
+    let ids = strings.number().to_vec();
+    input_rules::number(&mut facts, &ids);
+    let required = stored.map_or_else(Required::default, |stored| {
+        Required::of(&stored, &ids, id_count)
+    });
+    let found: Vec<Value> = Checker::new(&facts, &required, id_count)
+        .problems()
+        .iter()
+        .map(|problem| problem_value(problem, &strings))
+        .collect();
+    (found, input_rules::repair(&facts, &required, id_count))
+}
+
+/// `repair_input(dangling="synthesize")` as the binding makes it of the core's rules: an
+/// output after each function or custom tool call `call_without_output`, then the repair;
+/// entries as the vectors write them (an input position, or `{"lost": call position}`).
+fn synthesized(items: &[Value], history: &Value, found: &[Value]) -> Value {
+    let dangling: Vec<usize> = found
+        .iter()
+        .filter(|problem| problem[1] == "call_without_output")
+        .map(|problem| as_index(&problem[0]))
+        .collect();
+    let mut augmented = Vec::new();
+    let mut entries = Vec::new();
+    for (position, item) in items.iter().enumerate() {
+        augmented.push(item.clone());
+        entries.push(Value::from(position));
+        let kind = item["type"].as_str().unwrap_or("");
+        if dangling.contains(&position) && matches!(kind, "function_call" | "custom_tool_call") {
+            let mut output = Map::new();
+            output.insert("type".into(), Value::from(format!("{kind}_output")));
+            output.insert("call_id".into(), item["call_id"].clone());
+            output.insert("output".into(), Value::from("lost"));
+            augmented.push(Value::Object(output));
+            let mut lost = Map::new();
+            lost.insert("lost".into(), Value::from(position));
+            entries.push(Value::Object(lost));
+        }
+    }
+    let (_, kept) = rules_of(&augmented, history);
+    Value::Array(kept.into_iter().map(|at| entries[at].clone()).collect())
+}
+
 #[test]
 fn model_input_rules() {
     let cases = load("input_rules.json");
     assert!(!cases.is_empty());
     for case in &cases {
         let items = case["items"].as_array().expect("items");
-        let mut strings = Strings::default();
-        let mut facts = input_facts(items, &mut strings);
-        let stored = case["history"]
-            .as_array()
-            .map(|history| stored_facts(history, &mut strings));
-        let id_count = strings.len();
-        let ids = strings.number().to_vec();
-        input_rules::number(&mut facts, &ids);
-        let required = stored.map_or_else(Required::default, |stored| {
-            Required::of(&stored, &ids, id_count)
-        });
-        let found: Vec<Value> = Checker::new(&facts, &required, id_count)
-            .problems()
-            .iter()
-            .map(|problem| problem_value(problem, &strings))
-            .collect();
-        assert_eq!(Value::Array(found), case["problems"], "{}", name(case));
+        let (found, kept) = rules_of(items, &case["history"]);
         assert_eq!(
-            input_rules::repair(&facts, &required, id_count),
-            indexes(&case["kept"]),
+            Value::Array(found.clone()),
+            case["problems"],
+            "{}",
+            name(case)
+        );
+        assert_eq!(kept, indexes(&case["kept"]), "{}", name(case));
+        assert_eq!(
+            synthesized(items, &case["history"], &found),
+            case["synthesized"],
             "{}",
             name(case)
         );

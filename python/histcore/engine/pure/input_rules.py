@@ -379,8 +379,8 @@ def repair_input(
     lost the item stored after it (rule (f)) is a unit of its own. User messages are
     never dropped. Without problems the result holds the very same objects in the same
     order. Linear in the number of items. ``dangling="synthesize"``: a function or
-    custom tool call whose output is missing gets a synthesized output (``lost_output``)
-    right after it instead of being dropped.
+    custom tool call whose output is missing gets a synthesized output
+    (``histcore.engine.units.lost_output``) right after it instead of being dropped.
     """
     synthesize = _check_dangling(dangling)
     current = list(_as_list(items, "items"))
