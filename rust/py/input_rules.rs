@@ -97,7 +97,12 @@ pub fn repair_input<'py>(
     }
     let history = history.map(HistoryArg::of).transpose()?;
     if synthesize {
-        if let Some(augmented) = with_lost_outputs(&items, history.as_ref())? {
+        let found = problems(&items, history.as_ref())?;
+        if found.is_empty() {
+            // The common case: one pass, as under "drop".
+            return items.items.pick(&(0..items.len()).collect::<Vec<_>>());
+        }
+        if let Some(augmented) = with_lost_outputs(&items, &found)? {
             items = ListArg::of(augmented.as_any(), "items")?;
         }
     }
@@ -141,12 +146,12 @@ fn synthesizes(dangling: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// `lost_output`) right after each call whose output is missing; None when there is none.
 fn with_lost_outputs<'py>(
     items: &ListArg<'py>,
-    history: Option<&HistoryArg<'py>>,
+    found: &Bound<'py, PyList>,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
     let py = items.items.py();
     let mut dangling = vec![false; items.len()];
     let mut any = false;
-    for problem in problems(items, history)?.iter() {
+    for problem in found.iter() {
         let (position, kind): (usize, Bound<'py, PyString>) = (
             problem.get_item(0)?.extract()?,
             problem.get_item(1)?.extract()?,

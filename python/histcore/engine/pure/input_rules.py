@@ -348,14 +348,10 @@ class _Cascade:
                 dirty.append(caller)
 
 
-def _with_lost_outputs(current: list[Any], stored: list[Any] | StoredHistory | None) -> list[Any]:
+def _with_lost_outputs(current: list[Any], problems: list[Problem]) -> list[Any]:
     """``current`` with a synthesized output right after each call whose output is
     missing (``call_without_output``: a trailing call awaiting its output is not one)."""
-    dangling = {
-        position
-        for position, kind, _ in input_problems(current, history=stored)
-        if kind == "call_without_output"
-    }
+    dangling = {position for position, kind, _ in problems if kind == "call_without_output"}
     if not dangling:
         return current
     augmented: list[Any] = []
@@ -386,7 +382,10 @@ def repair_input(
     current = list(_as_list(items, "items"))
     stored = _stored(history)
     if synthesize:
-        current = _with_lost_outputs(current, stored)
+        found = input_problems(current, history=stored)
+        if not found:
+            return current  # the common case: one pass, as under "drop"
+        current = _with_lost_outputs(current, found)
     kept = _read_history(stored)
     required = kept._required
     facts = _Facts(current)
