@@ -22,7 +22,6 @@ from histcore.engine.vocabulary import (
 __all__ = [
     "CALL",
     "DANGLING_MODES",
-    "LOST_OUTPUT_TEXT",
     "OTHER",
     "OUTPUT",
     "PRODUCED",
