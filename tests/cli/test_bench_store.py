@@ -33,11 +33,12 @@ def fingerprint(path: Path) -> tuple[str, int]:
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
 
 
-def sdk_store(path: Path) -> Path:
+def sdk_store(path: Path, sizes: dict[str, int] = SIZES) -> Path:
+    """An SDK SQLiteSession store holding a generated history per session of ``sizes``."""
     agents = pytest.importorskip("agents")
 
     async def fill() -> None:
-        for seed, (session_id, size) in enumerate(SIZES.items()):
+        for seed, (session_id, size) in enumerate(sizes.items()):
             session = agents.SQLiteSession(session_id, str(path))
             try:
                 await session.add_items(generate_history(size, seed))

@@ -15,26 +15,14 @@ import pytest
 from histcore.cli.bench import store_curve
 from histcore.cli.bench.store_curve import Point, curve_sizes, verdict
 from histcore.cli.bench.timing import Timing
-from histcore.testing_histories import generate_history
-from tests.cli.test_bench_store import _pg_execute, error_of, fingerprint, run_cli
+from tests.cli.test_bench_store import _pg_execute, error_of, fingerprint, run_cli, sdk_store
 from tests.support.pg import require_pg, require_psycopg, unique
 
 SIZES = {"alpha": 24, "beta": 5}
 
 
 def small_sdk_store(path: Path) -> Path:
-    agents = pytest.importorskip("agents")
-
-    async def fill() -> None:
-        for seed, (session_id, size) in enumerate(SIZES.items()):
-            session = agents.SQLiteSession(session_id, str(path))
-            try:
-                await session.add_items(generate_history(size, seed))
-            finally:
-                session.close()
-
-    asyncio.run(fill())
-    return path
+    return sdk_store(path, SIZES)
 
 
 def page_bytes(path: Path) -> tuple[int, int]:
