@@ -372,11 +372,7 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
             return popped
 
         async with self._lock():
-            try:
-                popped = await self._finish("pop_item", pop)
-            except BaseException:
-                self._history = None
-                raise
+            popped = await self._finish_or_forget("pop_item", pop)
             self._forget_popped(popped.removed, generations)
         return popped.item
 
@@ -471,11 +467,7 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
             return True
 
         async with self._lock():
-            try:
-                replaced = await self._finish("replace_suffix", replace)
-            except BaseException:
-                self._history = None
-                raise
+            replaced = await self._finish_or_forget("replace_suffix", replace)
             if replaced:
                 self._history = None  # rebuilt by the next read
         return replaced
@@ -598,6 +590,15 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
         what = "nothing of the batch was written, or all of it" if operation == "add_items" else ""
         suffix = f" ({what})" if what else ""
         return SessionError(f"{self._who()}: {operation} failed{suffix}: {exc}")
+
+    async def _finish_or_forget(self, name: str, work: Callable[[], Awaitable[_T]]) -> _T:
+        """``_finish(name, work)`` under the session's lock; a write that failed may have
+        left the store other than the kept history says, so the history is forgotten."""
+        try:
+            return await self._finish(name, work)
+        except BaseException:
+            self._history = None
+            raise
 
     async def _finish(self, operation: str, work: Callable[[], Awaitable[_T]]) -> _T:
         """Run a write to its end even if the caller is cancelled meanwhile, so a
