@@ -54,7 +54,8 @@
 # HISTCORE_BACKEND (engine of the installed and guard runs; default auto),
 # SDK_SUITE_CACHE (sdists and uv's download cache; default ~/.cache/histcore-sdk-suite;
 # uv itself is scripts/uv.sh's), SDK_SUITE_JOBS (workers for --regenerate-list, default
-# 2), SDK_SUITE_PARALLEL (comparison runs at once, default 2), SDK_SUITE_TIMEOUT
+# 2), SDK_SUITE_TRACE_PATHS (--regenerate-list traces only these test paths, space
+# separated, and keeps the list's other entries; default tests), SDK_SUITE_PARALLEL (comparison runs at once, default 2), SDK_SUITE_TIMEOUT
 # (seconds per pytest run, default 2400), SDK_SUITE_KEEP=1 (keep the work directory).
 set -euo pipefail
 
@@ -327,8 +328,9 @@ PY
     if [[ $regenerate -eq 1 ]]; then
         trace="$work/trace-$version.txt"
         set +e
-        sdk_pytest "$work/run-trace-$version" -n "$jobs" --histcore-trace="$trace" tests \
-            > "$work/trace-$version.log" 2>&1
+        read -r -a trace_paths <<< "${SDK_SUITE_TRACE_PATHS:-tests}"
+        sdk_pytest "$work/run-trace-$version" -n "$jobs" --histcore-trace="$trace" \
+            "${trace_paths[@]}" > "$work/trace-$version.log" 2>&1
         code=$?
         set -e
         tail -n 3 "$work/trace-$version.log"
@@ -337,7 +339,12 @@ PY
             tail -n 40 "$work/trace-$version.log" >&2
             exit 1
         fi
-        "$base_python" "$here/suite.py" write-list "$lists" "$version" "$trace"*
+        if [[ "${SDK_SUITE_TRACE_PATHS:-tests}" == tests ]]; then
+            "$base_python" "$here/suite.py" write-list "$lists" "$version" "$trace"*
+        else
+            "$base_python" "$here/suite.py" write-list "$lists" "$version" \
+                --paths "$(IFS=,; echo "${trace_paths[*]}")" "$trace"*
+        fi
         summary+=("$version: list regenerated in $((SECONDS - started))s")
         continue
     fi

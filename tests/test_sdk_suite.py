@@ -167,6 +167,29 @@ def test_write_list_keeps_the_groups_each_test_reached(suite: ModuleType, tmp_pa
     assert suite._read_list(lists / "9.9.9.txt") == ["tests/a.py::t1", "tests/b.py::t2"]
 
 
+def test_write_list_over_some_paths_keeps_the_other_entries(
+    suite: ModuleType, tmp_path: Path
+) -> None:
+    lists = tmp_path / "lists"
+    write_list(
+        lists,
+        "9.9.9",
+        ["tests/a.py::t1\tdedupe", "tests/memory/m.py::gone\tdedupe", "tests/memory2.py::k\tx"],
+    )
+    trace = tmp_path / "trace.txt.gw0"
+    trace.write_text("tests/memory/m.py::new\tsqlite_read\n")
+    argv = ["write-list", str(lists), "9.9.9", "--paths", "tests/memory", str(trace)]
+    assert suite.main(argv) == 0
+    entries = dict(suite._entries(lists / "9.9.9.txt"))
+    # Outside the traced path: kept (a file whose name only starts like it, too); inside:
+    # what the trace found, the entry it no longer reached gone.
+    assert entries == {
+        "tests/a.py::t1": frozenset({"dedupe"}),
+        "tests/memory2.py::k": frozenset({"x"}),
+        "tests/memory/m.py::new": frozenset({"sqlite_read"}),
+    }
+
+
 def counts_dir(tmp_path: Path, installed: list[str], processes: list[dict[str, object]]) -> Path:
     directory = tmp_path / "counts"
     directory.mkdir()

@@ -2,7 +2,9 @@
 
 suite.py files LISTS_DIR VERSION SDK_DIR SELECTION   the test files to run, one per
     line; the listed entries this sdist holds go to SELECTION (--histcore-select)
-suite.py write-list LISTS_DIR VERSION TRACE...  merge trace files into the list
+suite.py write-list LISTS_DIR VERSION [--paths P,P...] TRACE...  merge trace files into
+    the list; with --paths (the traced run covered only those test paths) the list's
+    entries outside them are kept as they were
 suite.py compare BASELINE.json OTHER.json --label NAME [--baseline-label NAME]
         [--within SELECTION] [--flaky FILE] [--repairs PATH]...
     print counts; exit 1 on a changed outcome that is neither a listed flaky test's nor,
@@ -111,8 +113,20 @@ def files(lists: Path, version: str, sdk_dir: Path, selection: Path) -> int:
     return 0
 
 
-def write_list(lists: Path, version: str, traces: list[Path]) -> int:
+def _under(nodeid: str, paths: tuple[str, ...]) -> bool:
+    """Whether the test id ``nodeid`` lies in one of the test ``paths`` (files or dirs)."""
+    file = nodeid.split("::", 1)[0]
+    return any(file == p or file.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+def write_list(lists: Path, version: str, traces: list[Path], paths: tuple[str, ...] = ()) -> int:
     reached: dict[str, set[str]] = {}
+    if paths:
+        # A traced run over some paths: the rest of the list stays as the last whole run
+        # found it.
+        for nodeid, groups in _entries(lists / f"{version}.txt"):
+            if not _under(nodeid, paths):
+                reached[nodeid] = set(groups)
     for trace in traces:
         for nodeid, groups in _entries(trace):
             reached.setdefault(nodeid, set()).update(groups)
@@ -321,7 +335,12 @@ def main(argv: list[str]) -> int:
     if len(argv) == 5 and argv[0] == "files":
         return files(Path(argv[1]), argv[2], Path(argv[3]), Path(argv[4]))
     if len(argv) >= 3 and argv[0] == "write-list":
-        return write_list(Path(argv[1]), argv[2], [Path(p) for p in argv[3:]])
+        rest = argv[3:]
+        paths: tuple[str, ...] = ()
+        if rest[:1] == ["--paths"] and len(rest) >= 2:
+            paths = tuple(filter(None, rest[1].split(",")))
+            rest = rest[2:]
+        return write_list(Path(argv[1]), argv[2], [Path(p) for p in rest], paths)
     if len(argv) == 4 and argv[0] == "paths":
         return paths(Path(argv[1]), argv[2], Path(argv[3]))
     if len(argv) == 4 and argv[0] == "write-expected":
