@@ -1,10 +1,10 @@
 """The common case of the SDK's ``prepare_input_with_session``, done in batches.
 
-The case: a session that is not an OpenAI conversation, a callable
-``session_input_callback``, history included in the prepared input. The SDK's
-function then walks the whole history item by item in Python several times (shallow
-copies, metadata stripping, a deep copy for the callback, four keys per item, and the
-classification of what the callback returned). This module takes the same steps, in
+The case: a session that is not an OpenAI conversation, history included in the
+prepared input, and a callable ``session_input_callback`` or none. The SDK's function
+then walks the whole history item by item in Python several times (shallow copies,
+metadata stripping and, with a callback, a deep copy for it, four keys per item, and the
+classification of what it returned). This module takes the same steps, in
 the same order and with the same SDK helpers for anything that is not a plain dict,
 but over whole lists: C-level shallow copies, the engine's deep copy, one key per
 object (``_session_keys``), identity counts instead of reference lists.
@@ -56,8 +56,7 @@ def applies(module: ModuleType, arguments: dict[str, Any]) -> bool:
     callback = arguments.get("session_input_callback")
     return (
         session is not None
-        and callback is not None
-        and callable(callback)
+        and (callback is None or callable(callback))
         and arguments.get("include_history_in_prepared_input", True) is True
         and not isinstance(session, module.OpenAIConversationsSession)
     )
@@ -264,6 +263,9 @@ async def prepare(
     if settings.limit is not None:
         read["limit"] = settings.limit
     policy = arguments.get("reasoning_item_id_policy")
+    if callback is None:
+        history = await module._session_get_items(session, **read)
+        return _without_callback(module, history, arguments, stripped, settings.limit is not None)
     one_copy = _one_copy(module, arguments["input"], stripped, policy)
     # With one copy to make, the read may hand out the session's kept history itself
     # (_session_read): then the copy below is the only one.
@@ -302,6 +304,34 @@ async def prepare(
         module.normalize_input_items_for_api(filtered)
     )
     return prepared, module.normalize_input_items_for_api(_ensured(module, appended_items))
+
+
+def _without_callback(
+    module: ModuleType,
+    history: list[Any],
+    arguments: dict[str, Any],
+    stripped: frozenset[str] | None,
+    limited: bool,
+) -> Any:
+    """The SDK's branch without a callback: the history, then the new input, each history
+    position pruned as history (its outputs too when the read was limited), the new input
+    persisted. Whole-list copies where the SDK makes one per item (two per history item:
+    converting, then ``ensure_input_item_format`` of the prepared list)."""
+    policy = arguments.get("reasoning_item_id_policy")
+    converted = module.apply_reasoning_item_id_policy(
+        _converted(module, list(history), stripped), policy
+    )
+    new_input = _ensured(module, module.ItemHelpers.input_to_new_input_list(arguments["input"]))
+    prune = set(range(len(converted)))
+    filtered = module.drop_orphan_function_calls(
+        _for_pruning(module, converted + new_input),
+        pruning_indexes=prune,
+        output_pruning_indexes=set(prune) if limited else None,
+    )
+    prepared = module.deduplicate_input_items_preferring_latest(
+        module.normalize_input_items_for_api(filtered)
+    )
+    return prepared, module.normalize_input_items_for_api(_ensured(module, list(new_input)))
 
 
 def _capturing(callback: Callable[..., Any], call: Call) -> Callable[..., Any]:
