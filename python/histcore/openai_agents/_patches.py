@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import importlib.util
 import json
 import sys
 import types
@@ -33,11 +34,13 @@ from histcore.engine.vocabulary import (
     PRECURSOR_TYPES,
     PROGRAM_OWNED_HOSTED_TYPES,
 )
+from histcore.openai_agents import _async_sqlite_read as async_sqlite_read
 from histcore.openai_agents import _guard as guard
 from histcore.openai_agents import _prepare as prepare
 from histcore.openai_agents import _replacements as replacements
 from histcore.openai_agents import _session_keys as session_keys
 from histcore.openai_agents import _session_read as session_read
+from histcore.openai_agents import _sqlalchemy_read as sqlalchemy_read
 from histcore.openai_agents import _turn_input as turn_input
 from histcore.openai_agents._versions import KNOWN_SOURCE_DIGESTS, source_digest
 from histcore.openai_agents._watch import Watch, names_used
@@ -116,6 +119,13 @@ class Group:
     coupled: bool = False
     #: a further check of the module: None when it fits, else why not
     fits: Callable[[ModuleType], str | None] | None = None
+    #: top-level packages the module imports that are an optional extra of the SDK's:
+    #: without one of them there is nothing to replace (no warning, nothing bound)
+    needs: tuple[str, ...] = ()
+
+    def available(self) -> bool:
+        """Whether every package of ``needs`` is installed."""
+        return all(importlib.util.find_spec(name) is not None for name in self.needs)
 
 
 GROUPS: tuple[Group, ...] = (
@@ -315,6 +325,42 @@ GROUPS: tuple[Group, ...] = (
         ),
     ),
     Group(
+        name="async_session_read",
+        module="agents.extensions.memory.async_sqlite_session",
+        needs=("aiosqlite",),
+        sources=(
+            "AsyncSQLiteSession.get_items",
+            "AsyncSQLiteSession._get_connection",
+            "AsyncSQLiteSession._locked_connection",
+        ),
+        identities={"json": json},
+        fits=async_sqlite_read.unfit,
+        targets=(
+            Target(
+                "get_items",
+                _of_original_and_module(async_sqlite_read.make_get_items),
+                everywhere=False,
+                owner="AsyncSQLiteSession",
+            ),
+        ),
+    ),
+    Group(
+        name="sqlalchemy_read",
+        module="agents.extensions.memory.sqlalchemy_session",
+        needs=("sqlalchemy",),
+        sources=("SQLAlchemySession.get_items", "SQLAlchemySession._deserialize_item"),
+        identities={"json": json},
+        targets=(
+            Target(
+                "get_items",
+                _of_original_and_module(sqlalchemy_read.make_get_items),
+                everywhere=False,
+                owner="SQLAlchemySession",
+                watch=sqlalchemy_read.watch_for,
+            ),
+        ),
+    ),
+    Group(
         name="turn_input",
         module="agents.run_internal.run_loop",
         sources=("_prepare_turn_input_items",),
@@ -435,7 +481,10 @@ def _users_of(module: ModuleType, names: set[str]) -> set[str]:
 
 
 def recognise(group: Group) -> str | None:
-    """None when ``group`` can be replaced in the loaded SDK, else the reason it cannot."""
+    """None when ``group`` can be replaced in the loaded SDK (or has nothing to replace:
+    ``Group.needs``), else the reason it cannot."""
+    if not group.available():
+        return None
     try:
         module = importlib.import_module(group.module)
     except ImportError as exc:
@@ -513,6 +562,9 @@ def plan(group: Group) -> list[Planned]:
     """The replacement (and its watch) of each target of a recognised group, in order."""
     from histcore.openai_agents import _path_counts
 
+    if not group.available():
+        return []
+
     module = importlib.import_module(group.module)
     built: dict[str, Any] = {}
     planned: list[Planned] = []
@@ -532,6 +584,8 @@ def plan(group: Group) -> list[Planned]:
 
 def bind(group: Group, built: list[Planned]) -> list[Binding]:
     """Install ``built`` in the group's module and wherever the originals were imported."""
+    if not built:
+        return []
     home = importlib.import_module(group.module)
     bindings: list[Binding] = []
     built = [p for p in built if p.target.bound]

@@ -41,7 +41,21 @@ from histcore.openai_agents._replacements import JsonModule, intact, named_after
 from histcore.openai_agents._watch import Watch
 from histcore.sessions._sqlite_schema import ids_never_reused, rewrite_generation
 
-__all__ = ["KeptHandout", "decode_rows", "fresh_copy", "kept_handout", "make_get_items"]
+__all__ = [
+    "GetItems",
+    "Histories",
+    "KeptHandout",
+    "Reader",
+    "check_rows_wanted",
+    "current_handout",
+    "current_note",
+    "decode_rows",
+    "decode_with",
+    "fresh_copy",
+    "kept_handout",
+    "make_get_items",
+    "usable",
+]
 
 GetItems = Callable[..., Coroutine[Any, Any, list[Any]]]
 
@@ -59,25 +73,34 @@ CHECK_ROWS_VARIABLE = "HISTCORE_CHECK_SESSION_ROWS"
 _stored_lock = threading.Lock()
 
 
-def _decode_each(rows: list[Any], json_module: Any) -> list[Any]:
+def _decode_each(
+    rows: list[Any], loads: Callable[[Any], Any], skipped: tuple[type[BaseException], ...]
+) -> list[Any]:
     """The SDK's ``_decode_rows``: each row unpacked and decoded, bad JSON skipped."""
     items: list[Any] = []
     for (message_data,) in rows:
         try:
-            items.append(json_module.loads(message_data))
-        except (json_module.JSONDecodeError, TypeError):
+            items.append(loads(message_data))
+        except skipped:
             continue
     return items
 
 
+def decode_with(
+    rows: list[Any], loads: Callable[[Any], Any], skipped: tuple[type[BaseException], ...]
+) -> list[Any]:
+    """What a loop decoding each ``(text,)`` of ``rows`` with ``loads``, skipping the
+    rows whose decoding raises one of ``skipped``, returns (orjson where it is exact)."""
+    with paused_for(rows):
+        decoded = engine_support.decode_rows(rows, orjson.loads, loads, skipped)
+    if decoded is NotImplemented:
+        return _decode_each(rows, loads, skipped)
+    return cast("list[Any]", decoded)
+
+
 def decode_rows(rows: list[Any], json_module: Any) -> list[Any]:
     """What the SDK's row loop returns for ``rows`` with ``json_module`` as ``json``."""
-    skipped = (json_module.JSONDecodeError, TypeError)
-    with paused_for(rows):
-        decoded = engine_support.decode_rows(rows, orjson.loads, json_module.loads, skipped)
-    if decoded is NotImplemented:
-        return _decode_each(rows, json_module)
-    return cast("list[Any]", decoded)
+    return decode_with(rows, json_module.loads, (json_module.JSONDecodeError, TypeError))
 
 
 class _Digest:
@@ -130,6 +153,30 @@ def check_rows_wanted() -> bool:
             f"read) or 0 (the default), got {value!r}"
         )
     return value == "1"
+
+
+class Reader:
+    """How one store's rows become its ``get_items`` answer: ``decode`` (1-tuples of
+    ``message_data`` to the items the SDK's loop keeps) and ``read_all`` (the SDK's own
+    unlimited query on a connection, decoded)."""
+
+    __slots__ = ("decode", "read_all")
+
+    def __init__(
+        self,
+        decode: Callable[[list[Any]], list[Any]],
+        read_all: Callable[[Any, sqlite3.Connection], list[Any]],
+    ) -> None:
+        self.decode = decode
+        self.read_all = read_all
+
+
+def sqlite_reader(json_module: Any) -> Reader:
+    """The ``Reader`` of the SDK's ``SQLiteSession`` reading with ``json_module``."""
+    return Reader(
+        lambda rows: decode_rows(rows, json_module),
+        lambda session, conn: _read_all(session, conn, json_module),
+    )
 
 
 def _read_all(session: Any, conn: sqlite3.Connection, json_module: Any) -> list[Any]:
@@ -225,7 +272,20 @@ def kept_handout(session: Any) -> AbstractContextManager[KeptHandout]:
     return _set_within(_handout, KeptHandout(session))
 
 
-def _usable(conn: Any) -> bool:
+def current_handout(session: Any, exact_class: bool) -> KeptHandout | None:
+    """The ``kept_handout`` block a read of ``session`` is in, if it may hand out the
+    kept items (``exact_class``: the session is the SDK class's own, not a subclass)."""
+    handout = _handout.get()
+    return handout if handout is not None and handout.session is session and exact_class else None
+
+
+def current_note(session: Any) -> ReadNote | None:
+    """The ``noting_reads`` block a read of ``session`` is in, if any."""
+    note = _read_note.get()
+    return note if note is not None and note.session is session else None
+
+
+def usable(conn: Any) -> bool:
     """Whether reads on ``conn`` may use a history (see the module docstring)."""
     return (
         type(conn) is sqlite3.Connection
@@ -283,9 +343,7 @@ class _History:
         #: rule (e) of ``items[:len(stored)]``, for install(guard=True); made on demand
         self.stored: StoredHistory | None = None
 
-    def add_rows(
-        self, rows: list[tuple[Any, ...]], json_module: Any, digest: _Digest | None
-    ) -> None:
+    def add_rows(self, rows: list[tuple[Any, ...]], reader: Reader, digest: _Digest | None) -> None:
         """Take ``_ROW`` rows read above ``last_id``, in id order; ``digest``: that of
         the rows kept so far, when they are checked."""
         if digest is not None:
@@ -293,7 +351,7 @@ class _History:
             self.digest = digest.value
         if not rows:
             return
-        self.items += decode_rows(_texts(rows), json_module)
+        self.items += reader.decode(_texts(rows))
         self.rows += len(rows)
         self.last_id = rows[-1][0]
         self.newest = rows[-1]
@@ -381,7 +439,7 @@ def _synced(
     history: _History | None,
     session: Any,
     conn: sqlite3.Connection,
-    json_module: Any,
+    reader: Reader,
     check: bool,
 ) -> tuple[_History | None, list[Any] | None]:
     """Inside a read transaction: the history brought up to date, or (None, items)
@@ -404,10 +462,10 @@ def _synced(
                 f"SELECT {_ROW} FROM {table} WHERE session_id = ? AND id > ? ORDER BY id ASC",
                 (session_id, history.last_id),
             ).fetchall()
-            history.add_rows(newer, json_module, digest)
+            history.add_rows(newer, reader, digest)
             return history, None
     if not ids_never_reused(conn, table):
-        return None, _read_all(session, conn, json_module)
+        return None, reader.read_all(session, conn)
     cursor = conn.execute(
         f"SELECT {_ROW} FROM {table} WHERE session_id = ? ORDER BY id ASC", (session_id,)
     )
@@ -421,14 +479,14 @@ def _synced(
         if digest is not None:
             digest.add(chunk)
     last_id = 0 if newest is None else newest[0]
-    items = decode_rows(texts, json_module)
+    items = reader.decode(texts)
     history = _History(key, items, len(texts), last_id, generation, schema, file)
     history.newest = newest
     history.digest = None if digest is None else digest.value
     return history, None
 
 
-class _Histories:
+class Histories:
     """The history of each session object read since install (dropped with it)."""
 
     def __init__(self, check: bool) -> None:
@@ -463,7 +521,7 @@ class _Histories:
         self,
         session: Any,
         conn: sqlite3.Connection,
-        json_module: Any,
+        reader: Reader,
         handout: KeptHandout | None = None,
         note: ReadNote | None = None,
     ) -> list[Any]:
@@ -484,7 +542,7 @@ class _Histories:
             try:
                 # Read first in the transaction: the state every query below sees.
                 version = conn.execute("PRAGMA data_version").fetchone()[0]
-                history, items = _synced(history, session, conn, json_module, self.check)
+                history, items = _synced(history, session, conn, reader, self.check)
             except BaseException:
                 if conn.in_transaction:
                     conn.rollback()
@@ -515,7 +573,7 @@ def _noted(note: ReadNote | None, items: list[Any], history: _History) -> None:
 
 def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None = None) -> GetItems:
     unchanged = intact(watch)
-    histories = _Histories(check_rows_wanted())
+    histories = Histories(check_rows_wanted())
     # How the SDK hands out connections: a history relies on it (one connection per
     # worker thread on db_path, or the in-memory one). A class that replaced either
     # (a subclass, a test tracing the statements) gets the plain read.
@@ -538,19 +596,16 @@ def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None =
         ):
             return await original(self, limit)
 
-        handout = _handout.get()
-        if handout is not None and (handout.session is not self or type(self) is not sdk_class):
-            handout = None
-        note = _read_note.get()
-        if note is not None and note.session is not self:
-            note = None
+        handout = current_handout(self, type(self) is sdk_class)
+        note = current_note(self)
 
         def get_items_sync() -> list[Any]:
             try:
                 with self._locked_connection() as conn:
-                    if sdk_plumbing(self) and _usable(conn) and histories.can_keep(self):
+                    if sdk_plumbing(self) and usable(conn) and histories.can_keep(self):
                         try:
-                            return histories.read(self, conn, json_module, handout, note)
+                            reader = sqlite_reader(json_module)
+                            return histories.read(self, conn, reader, handout, note)
                         except sqlite3.Error:
                             # The SDK's query below raises what the SDK would, if anything.
                             histories.forget(self)

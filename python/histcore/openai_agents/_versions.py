@@ -50,6 +50,11 @@ KNOWN_SOURCE_DIGESTS: dict[str, frozenset[str]] = {
     "to_dump_compatible": frozenset({"43ce3a38abe44d93"}),
     "clone_original_input": frozenset({"07211c96fad9475c"}),
     "session_read": frozenset({"5decab7453da6dcb"}),
+    # AsyncSQLiteSession._get_connection enables WAL through a helper from 0.22.1 on
+    # (the same connect call)
+    "async_session_read": frozenset({"abe8f633ecd9e763", "2c957a8859c0a3d5"}),
+    # get_items reads through _session() (a shared-connection guard) from 0.23.0 on
+    "sqlalchemy_read": frozenset({"1f37a5e180eb5c02", "faf0e72098ce0b7a"}),
     "turn_input": frozenset({"69a720eee4639e9f"}),
     # prepare_input_with_session changed in 0.22.1 (compaction generation capture) and
     # strip_internal_input_item_metadata in 0.23.0 (also drops created_by)

@@ -1,0 +1,69 @@
+"""The SDK's ``SQLAlchemySession.get_items``, its rows decoded in one batch.
+
+The unlimited read runs the SDK's own statement (``created_at``, then ``id``) through
+the SDK's own session context (``_session()``, or ``_session_factory()`` before 0.23),
+then decodes every row in one engine call (``decode_with``: orjson where it gives what
+``json.loads`` gives, ``json.loads`` otherwise) instead of awaiting
+``_deserialize_item`` once a row; like the SDK's loop it skips only rows raising
+``json.JSONDecodeError``. Only while ``_deserialize_item`` is the SDK's own (a subclass
+that decodes otherwise gets the SDK's read), and never for a limited read. Each read
+fetches the whole history: see docs/design.md, "Drop-in accelerator" ("The session
+read").
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from histcore.openai_agents._replacements import intact, named_after
+from histcore.openai_agents._session_read import GetItems, decode_with
+from histcore.openai_agents._watch import Watch
+
+__all__ = ["make_get_items", "watch_for"]
+
+
+def watch_for(original: Any) -> Watch:
+    """What the SDK's read looks up, with what its ``_deserialize_item`` looks up
+    (``json.loads``, reached through ``self``, which the watch does not follow)."""
+    sdk_class = original.__globals__["SQLAlchemySession"]
+    return Watch.over([original, sdk_class._deserialize_item])
+
+
+def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None = None) -> GetItems:
+    unchanged = intact(watch)
+    sdk_class = module.SQLAlchemySession
+    sdk_deserialize = sdk_class._deserialize_item
+    # From 0.23 on the read holds the SDK's shared-connection guard (``_session``).
+    guarded = "_session" in vars(sdk_class)
+
+    @named_after(original)
+    async def get_items(self: Any, limit: int | None = None) -> list[Any]:
+        if (
+            limit is not None
+            or not unchanged()
+            or type(self)._deserialize_item is not sdk_deserialize
+        ):
+            return await original(self, limit)
+        try:
+            limited = module.resolve_session_limit(limit, self.session_settings) is not None
+        except Exception:
+            # The SDK raises it, after making the tables.
+            limited = True
+        if limited:
+            return await original(self, limit)
+        await self._ensure_tables()
+        messages = self._messages
+        # The SDK's statement.
+        stmt = (
+            module.select(messages.c.message_data)
+            .where(messages.c.session_id == self.session_id)
+            .order_by(messages.c.created_at.asc(), messages.c.id.asc())
+        )
+        async with self._session() if guarded else self._session_factory() as sess:
+            result = await sess.execute(stmt)
+            texts = result.scalars().all()
+        json_module = module.json
+        return decode_with(list(zip(texts)), json_module.loads, (json_module.JSONDecodeError,))
+
+    return get_items
