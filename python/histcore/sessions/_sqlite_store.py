@@ -444,18 +444,23 @@ class SQLiteStore(SkipsCorruptRows):
                 if written.deferred:
                     conn.execute(f"PRAGMA wal_autocheckpoint={self._autocheckpoint}")
             if cache is not None:
-                self._register_append(cache, written, sequence, last)
+                self._register_append(cache, written.rows, written.kept, sequence, last)
             return written.deferred
 
     def _register_append(
-        self, cache: HistoryCache, written: Written, sequence: tuple[int] | None, last: int
+        self,
+        cache: HistoryCache,
+        rows: int,
+        texts: list[bytes] | None,
+        sequence: tuple[int] | None,
+        last: int,
     ) -> None:
         # AUTOINCREMENT under the write lock hands out seq+1 ... seq+n; if the
         # sequence says otherwise, let the next read fetch the rows instead.
-        first = last - written.rows + 1
+        first = last - rows + 1
         previous = 0 if sequence is None else sequence[0]
-        if previous + written.rows == last and first > cache.last_id:
-            cache.add_appended(first, written.rows, written.kept)
+        if previous + rows == last and first > cache.last_id:
+            cache.add_appended(first, rows, texts)
         else:
             cache.stamp = -1  # data_version is never negative: re-check next read
 
@@ -558,22 +563,42 @@ class SQLiteStore(SkipsCorruptRows):
         """
         with self._lock:
             conn, table = self._writable("replace_suffix"), self.messages_table
+            if self._cache is not None:
+                self._decode_pending(self._cache)
+            cache: HistoryCache | None = None
             try:
                 with self._write():
                     revision = revisions.record(conn, table, self.session_id, changed=False)
                     if revision != expected_revision:
                         return False
-                    rows = self._decode_query(
-                        f"SELECT id, message_data FROM {table} WHERE session_id = ? ORDER BY id",
-                        (self.session_id,),
-                    )
+                    # The positions: from the kept history when it holds the whole
+                    # session and nobody else committed since (no decode of every row);
+                    # not with ``prune_prefix``, which must not see the kept objects.
+                    cache = self._cache_if_current() if prune_prefix is None else None
+                    if cache is None or cache.floor is not None:
+                        cache = None
+                        rows = self._decode_query(
+                            f"SELECT id, message_data FROM {table} WHERE session_id = ? "
+                            "ORDER BY id",
+                            (self.session_id,),
+                        )
+                        ids, items = rows.ids, rows.items
+                    else:
+                        ids, items = cache.ids, cache.items
                     doomed = doomed_rows(
-                        rows.ids, rows.items, start, from_end=from_end, prune_prefix=prune_prefix
+                        ids, items, start, from_end=from_end, prune_prefix=prune_prefix
                     )
                     if doomed is None:
                         return False
                     if not doomed and not texts:
                         return True  # nothing changes
+                    sequence = (
+                        conn.execute(
+                            "SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)
+                        ).fetchone()
+                        if cache is not None and texts
+                        else None
+                    )
                     if self._keep_replaced:
                         archive.archive(conn, table, self.session_id, revision + 1, doomed)
                     conn.executemany(
@@ -607,7 +632,10 @@ class SQLiteStore(SkipsCorruptRows):
             except BaseException:
                 self._cache = None
                 raise
-            self._cache = None  # rebuilt by the next read
+            if cache is None or not cache.forget_replaced(doomed):
+                self._cache = None  # rebuilt by the next read
+            elif texts:
+                self._register_append(cache, len(texts), texts, sequence, last)
             return True
 
     def _next_revision(self) -> int:

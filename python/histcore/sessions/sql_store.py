@@ -208,6 +208,27 @@ class HistoryCache:
         self.pending_bytes = 0
         self.texts_dropped = False
 
+    def forget_replaced(self, removed: list[int]) -> bool:
+        """Drop the rows a ``replace_suffix`` through this store just deleted: a run of
+        the oldest rows held (a pruned prefix) and a run of the newest (the suffix), of
+        a cache that holds the whole session (``doomed_rows`` of its ids). False, and
+        nothing dropped, when they are not (the cache no longer matches the table)."""
+        newest = 0
+        while (
+            newest < len(removed)
+            and newest < len(self.ids)
+            and self.ids[-1 - newest] == removed[-1 - newest]
+        ):
+            newest += 1
+        oldest = len(removed) - newest
+        if self.ids[:oldest] != removed[:oldest]:
+            return False
+        del self.ids[:oldest], self.items[:oldest]
+        if newest:
+            del self.ids[-newest:], self.items[-newest:]
+        self.rows -= len(removed)
+        return True
+
     def forget_popped(self, removed: list[int]) -> bool:
         """Drop the rows a pop through this store just deleted; False when they were not
         the newest rows the cache holds, so it no longer matches the table."""
