@@ -25,7 +25,7 @@ from histcore.runner.run import Runner
 from histcore.runner.run_state import RunState
 from histcore.runner.tool import function_tool, tool_output_text
 from histcore.sessions import SQLiteSession
-from histcore.sessions._codec import decode_row, decode_rows, encode_items_utf8
+from histcore.sessions._codec import decode_id_rows, decode_row, encode_items_utf8
 from histcore.testing import ScriptedModel, function_call, text_message, user_message
 from tests.support.examples import examples
 from tests.support.pg import BACKENDS, backends
@@ -129,7 +129,7 @@ def test_encoded_rows_decode_exactly() -> None:
     assert_exact(decode_row(text.decode()), item)
 
 
-def test_decode_rows_mixes_exact_plain_and_corrupt_rows() -> None:
+def test_decode_id_rows_mixes_exact_plain_and_corrupt_rows() -> None:
     plain = {"type": "message", "role": "user", "content": "hi"}
     rows: list[tuple[int, Any]] = [
         (1, orjson.dumps(plain)),
@@ -137,7 +137,7 @@ def test_decode_rows_mixes_exact_plain_and_corrupt_rows() -> None:
         (3, b'{"n": 123456789012345678901'),  # truncated: corrupt, and a candidate
         (4, json.dumps({"nan": float("nan"), "n": -BIG})),  # the SDK writes NaN tokens
     ]
-    ids, items, corrupt = decode_rows(rows)
+    ids, items, corrupt = decode_id_rows(rows)
     assert ids == [1, 2, 4]
     assert_exact(items[0], plain)
     assert_exact(items[1], big_item())

@@ -227,14 +227,14 @@ ODD_ROWS: list[Any] = [
 @pytest.mark.parametrize("data", ODD_ROWS, ids=range(len(ODD_ROWS)))
 def test_the_doctor_reads_a_row_as_the_sessions_do(data: Any) -> None:
     from histcore.cli.doctor.read import decode_text
-    from histcore.sessions._codec import decode_rows
+    from histcore.sessions._codec import decode_id_rows
     from histcore.sessions.rows import CorruptRow, decode_stored
 
     try:
         item = decode_stored(data)
     except CorruptRow:
         item = None
-    _ids, items, _corrupt = decode_rows([(1, data)])
+    _ids, items, _corrupt = decode_id_rows([(1, data)])
     assert items == ([] if item is None else [item])
     row = decode_text(1, data)
     assert (row.valid and isinstance(row.item, dict)) == (item is not None)

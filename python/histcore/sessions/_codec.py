@@ -34,8 +34,8 @@ __all__ = [
     "ENCODE_CHUNK",
     "CorruptRow",
     "compact",
+    "decode_id_rows",
     "decode_row",
-    "decode_rows",
     "encode_items",
     "encode_items_utf8",
     "encoded_chunks",
@@ -288,7 +288,7 @@ def _fast_decoded(texts: list[Any]) -> list[Any] | None:
     return items
 
 
-def decode_rows(
+def decode_id_rows(
     rows: list[tuple[int, Any]],
 ) -> tuple[list[int], list[Any], list[tuple[int, str]]]:
     """Decode ``(row_id, message_data)`` rows: ``(ids, items, corrupt)``.

@@ -23,7 +23,7 @@ from typing import Any
 
 from histcore.engine.collector import collector_paused
 from histcore.engine.items import deep_copy_items
-from histcore.sessions._codec import CorruptRow, decode_row, decode_rows
+from histcore.sessions._codec import CorruptRow, decode_id_rows, decode_row
 from histcore.sessions.base import describe_session_id
 
 __all__ = [
@@ -278,7 +278,7 @@ class SkipsCorruptRows:
         result.low = low if result.low is None else min(result.low, low)
         result.high = high if result.high is None else max(result.high, high)
         with collector_paused():
-            ids, items, corrupt = decode_rows(rows)
+            ids, items, corrupt = decode_id_rows(rows)
         result.ids += ids
         result.items += items
         for row_id, reason in corrupt:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from histcore.engine.collector import collector_paused
-from histcore.sessions._codec import decode_rows
+from histcore.sessions._codec import decode_id_rows
 from histcore.sessions.base import InputItem
 
 __all__ = ["TranscriptEntry", "merge", "stored_revisions"]
@@ -73,7 +73,7 @@ def merge(
     rows.sort(key=lambda row: row[0])
     with collector_paused():
         # Decoded by position: an id may repeat in a table that reuses ids.
-        kept, items, _ = decode_rows([(at, row[1]) for at, row in enumerate(rows)])
+        kept, items, _ = decode_id_rows([(at, row[1]) for at, row in enumerate(rows)])
     stored = stored_revisions([rows[at][0] for at in kept], writes)
     return [
         TranscriptEntry(item, revision, rows[at][2])
