@@ -9,15 +9,18 @@ revision, op-id and, with ``keep_replaced=True``, archive tables) are made on fi
 Rules: every write first locks its session's ``agent_sessions`` row, so a session's ids
 are handed out in commit order and "rows with id > the last id I read" is exactly what a
 reader has not seen; a read keeps the decoded items and checks the session row's
-``generation`` in the statement that fetches new rows. Layout, concurrency and what is
-not detected: docs/design.md, "Sessions" ("The PostgreSQL store").
+``generation`` in the statement that fetches new rows. On the tables of the OpenAI Agents
+SDK's ``SQLAlchemySession`` (found there, or ``layout="sdk"``) the session reads and
+writes as the SDK does (``_postgres_sdk``) and checks a stamp of the rows instead
+(``_postgres_freshness``). Layouts, concurrency and what is not detected:
+docs/design.md, "Sessions" ("The PostgreSQL store").
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 try:
@@ -28,12 +31,11 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
         "PostgresSession needs psycopg 3 and psycopg-pool: pip install 'histcore[postgres]'"
     ) from exc
 
-import orjson
-
 from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions._codec import encode_items
 from histcore.sessions._compaction import compaction_snapshot
+from histcore.sessions._postgres_freshness import Freshness, Stamp
 from histcore.sessions._postgres_pools import (
     CONNECT_TIMEOUT,
     Pool,
@@ -41,6 +43,9 @@ from histcore.sessions._postgres_pools import (
     describe_dsn,
     shared_pool,
 )
+from histcore.sessions._postgres_schema import SDK, check_layout, ensure_tables, find_layout
+from histcore.sessions._postgres_sdk import SdkLayout
+from histcore.sessions._postgres_statements import SdkStatements, Statements, fits_jsonb
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
     SuffixReplacing,
@@ -70,135 +75,20 @@ from histcore.sessions.sql_store import (
 )
 from histcore.sessions.transcript import TranscriptEntry, merge
 
-__all__ = ["CONNECT_TIMEOUT", "PostgresSession", "close_pools", "describe_dsn", "shared_pool"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "PostgresSession",
+    "close_pools",
+    "describe_dsn",
+    "ensure_tables",
+    "shared_pool",
+]
 
 _T = TypeVar("_T")
 
 _AFTER_ALL = 2**63 - 1
 # A read retries when removals by others keep changing the history under it.
 _MAX_READ_ATTEMPTS = 10
-# Key of the advisory lock that serialises schema creation across processes.
-_SCHEMA_LOCK = 0x68697374636F7265  # "histcore"
-
-
-# --- schema ---------------------------------------------------------------------------
-
-_ensured: weakref.WeakKeyDictionary[Pool, set[tuple[str, ...]]] = weakref.WeakKeyDictionary()
-
-
-def _schema_statements(sessions: str, messages: str) -> list[str]:
-    return [
-        f"""CREATE TABLE IF NOT EXISTS {sessions} (
-            session_id TEXT PRIMARY KEY,
-            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-            updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-            generation BIGINT NOT NULL DEFAULT txid_current()
-        )""",
-        f"""CREATE TABLE IF NOT EXISTS {messages} (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            session_id TEXT NOT NULL
-                REFERENCES {sessions} (session_id) ON DELETE CASCADE,
-            message_data JSONB,
-            message_text TEXT NOT NULL,
-            created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )""",
-        f"CREATE INDEX IF NOT EXISTS idx_{messages}_session_id ON {messages} (session_id, id)",
-        # Not tied to the sessions row, which clear_session deletes: a revision and the
-        # op ids outlive a clear.
-        f"""CREATE TABLE IF NOT EXISTS {sessions}_revisions (
-            session_id TEXT PRIMARY KEY,
-            revision BIGINT NOT NULL,
-            last_id BIGINT,
-            ops BIGINT NOT NULL DEFAULT 0
-        )""",
-        f"""CREATE TABLE IF NOT EXISTS {sessions}_op_ids (
-            session_id TEXT NOT NULL,
-            op_id TEXT NOT NULL,
-            seq BIGINT NOT NULL,
-            PRIMARY KEY (session_id, op_id)
-        )""",
-        f"CREATE INDEX IF NOT EXISTS {sessions}_op_ids_seq ON {sessions}_op_ids (session_id, seq)",
-    ]
-
-
-async def _layout_problems(
-    conn: psycopg.AsyncConnection[Any],
-    required: dict[str, dict[str, str]],
-    indexes: Sequence[str],
-) -> list[str]:
-    """What is missing: tables without the named columns of the named types, and
-    indexes that do not exist."""
-    problems = []
-    for table, wanted in required.items():
-        cursor = await conn.execute(
-            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
-            (table,),
-        )
-        have = {str(name): str(kind) for name, kind in await cursor.fetchall()}
-        if not have:
-            problems.append(f"table {table} does not exist")
-            continue
-        wrong = [f"{name} {kind}" for name, kind in wanted.items() if have.get(name) != kind]
-        if wrong:
-            problems.append(
-                f"table {table} exists but lacks column(s) {', '.join(wrong)}: it was not "
-                "created by histcore; choose other table names"
-            )
-    for index in indexes:
-        cursor = await conn.execute("SELECT to_regclass(%s)", (index,))
-        found = await cursor.fetchone()
-        if found is None or found[0] is None:
-            problems.append(f"index {index} does not exist")
-    return problems
-
-
-async def ensure_tables(
-    pool: Pool,
-    statements: Sequence[str],
-    required: dict[str, dict[str, str]],
-    indexes: Sequence[str] = (),
-) -> None:
-    """Make sure the tables in ``required`` exist with the named columns of the named
-    types (and ``indexes`` exist), once per pool: when something is missing, run the
-    ``CREATE ... IF NOT EXISTS`` statements and check again. A table of another
-    layout is a clear SessionError, never altered. Existing tables are used without
-    any DDL, so a role without CREATE privilege works on tables made for it."""
-    key = tuple(statements)
-    done = _ensured.setdefault(pool, set())
-    if key in done:
-        return
-    async with pool.connection() as conn:
-        if await _layout_problems(conn, required, indexes):
-            async with conn.transaction():
-                # Concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalogs.
-                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in statements:
-                    await conn.execute(statement)
-            problems = await _layout_problems(conn, required, indexes)
-            if problems:
-                raise SessionError("; ".join(problems))
-    done.add(key)
-
-
-# --- items <-> rows ---------------------------------------------------------------------
-
-
-def _fits_jsonb(text: str) -> bool:
-    """Whether PostgreSQL's jsonb accepts this JSON text: the codec may write what JSON
-    allows or Python writes but jsonb refuses (``\\u0000``, lone surrogate escapes,
-    bare NaN/Infinity tokens)."""
-    if "\\u" not in text and "NaN" not in text and "Infinity" not in text:
-        return True  # the usual case, decided by three substring scans
-    if "\\u0000" in text:
-        return False
-    # orjson refuses bare NaN/Infinity tokens and lone surrogates, just as jsonb does;
-    # a string merely holding "NaN" or an escaped control character passes.
-    try:
-        orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return False
-    return True
 
 
 class _HistoryChanged(Exception):
@@ -208,7 +98,7 @@ class _HistoryChanged(Exception):
 # --- the session ----------------------------------------------------------------------
 
 
-class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
+class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorruptRows):
     """A session stored in PostgreSQL, shared safely by any number of workers.
 
     Give either ``dsn`` (sessions with the same DSN share a pool, see ``shared_pool``;
@@ -232,7 +122,16 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
     applied ones stores nothing again. With ``keep_replaced=True`` removed rows are
     archived and ``transcript()`` returns every item stored (module docstring).
 
-    The history cache's ``stamp`` is the session row's generation it was read under.
+    ``layout``: ``"auto"`` (the default) uses the tables' layout, histcore's or the one
+    the OpenAI Agents SDK's ``SQLAlchemySession`` makes, and makes histcore's when there
+    are none; ``"sdk"`` makes the SDK's; ``"histcore"`` or ``"sdk"`` refuses tables of
+    the other layout (SessionError). On the SDK's tables rows are read in its order
+    (``created_at, id``), written as it writes them, and its writes are seen by the
+    next read and counted by the next ``revision()``; the side tables are made by the
+    first write. Details: docs/design.md ("The PostgreSQL store").
+
+    The history cache's ``stamp`` is the session row's generation it was read under
+    (on the SDK's tables, ``_stamp`` holds a ``_postgres_freshness.Stamp`` instead).
     """
 
     # A read hands out copies of the history cache, or rows decoded for it alone.
@@ -252,6 +151,7 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
         connect_timeout: float = CONNECT_TIMEOUT,
         op_id_window: int = DEFAULT_OP_ID_WINDOW,
         keep_replaced: bool = False,
+        layout: str = "auto",
     ) -> None:
         check_session_id(session_id)
         if "\x00" in session_id:
@@ -282,7 +182,12 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
         self._skipped: dict[int, str] = {}
         self._closed = False
         self._loop_lock: tuple[weakref.ref[asyncio.AbstractEventLoop], asyncio.Lock] | None = None
-        self._sql = _Statements(self.sessions_table, self.messages_table, self._keep_replaced)
+        self._layout_wanted = check_layout(layout)
+        self._sdk_layout = False  # known once the tables are (``_ready_pool``)
+        self._sql = Statements(self.sessions_table, self.messages_table, self._keep_replaced)
+        self._sdk = SdkStatements(self.sessions_table, self.messages_table, self._keep_replaced)
+        self._fresh = Freshness(self.messages_table)
+        self._stamp = Stamp()
 
     # --- session API ----------------------------------------------------------------
 
@@ -294,6 +199,8 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
         pool = await self._ready_pool()
         async with self._lock():
             try:
+                if self._sdk_layout:
+                    return await self._sdk_get_items(pool, limit)
                 history = await self._read(pool, limit)
             except BaseException:
                 self._history = None
@@ -311,9 +218,11 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
         # Encoded before any I/O: an item that cannot be encoded raises TypeError naming
         # its position, and nothing is written.
         texts = encode_items(items)
-        fits = [_fits_jsonb(text) for text in texts]
         pool = await self._ready_pool()
-
+        if self._sdk_layout:
+            await self._sdk_add_items(pool, texts, op_id)
+            return
+        fits = [fits_jsonb(text) for text in texts]
         session_id = self.session_id
 
         async def write() -> None:
@@ -341,6 +250,9 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
     async def pop_item(self) -> InputItem | None:
         self._check_open()
         pool = await self._ready_pool()
+        if self._sdk_layout:
+            async with self._lock():
+                return await self._finish_or_forget("pop_item", lambda: self._sdk_pop_item(pool))
         generations: list[int] = []
 
         async def pop() -> NewestPop:
@@ -379,6 +291,14 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
     async def clear_session(self) -> None:
         self._check_open()
         pool = await self._ready_pool()
+        if self._sdk_layout:
+            async with self._lock():
+                try:
+                    await self._sdk_clear_session(pool)
+                finally:
+                    self._history = None
+                self._skipped.clear()
+            return
 
         async def clear() -> None:
             async with pool.connection() as conn, conn.transaction():
@@ -410,6 +330,8 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
         (not even after ``clear_session``), the same for every reader of the database."""
         self._check_open()
         pool = await self._ready_pool()
+        if self._sdk_layout:
+            return await self._sdk_revision(pool)
 
         async def read() -> int:
             async with pool.connection() as conn:
@@ -437,9 +359,17 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
         """``replace_suffix`` with checked arguments (``from_end`` and ``prune_prefix``:
         see ``_transactions.doomed_rows``)."""
         texts = encode_items(items_argument(items))
-        fits = [_fits_jsonb(text) for text in texts]
         self._check_open()
         pool = await self._ready_pool()
+        if self._sdk_layout:
+            async with self._lock():
+                try:
+                    return await self._sdk_replace(
+                        pool, start, texts, expected_revision, from_end, prune_prefix
+                    )
+                finally:
+                    self._history = None  # rebuilt by the next read
+        fits = [fits_jsonb(text) for text in texts]
         session_id = self.session_id
 
         async def replace() -> bool:
@@ -490,6 +420,8 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
             raise ValueError("transcript() needs a session made with keep_replaced=True")
         self._check_open()
         pool = await self._ready_pool()
+        if self._sdk_layout:
+            return await self._sdk_transcript(pool)
         session_id = self.session_id
 
         async def read() -> list[TranscriptEntry]:
@@ -579,9 +511,18 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
                 pool = await shared_pool(
                     self._dsn, max_size=self._pool_max_size, timeout=self._connect_timeout
                 )
-            await ensure_tables(
-                pool, self._sql.schema, self._sql.required_columns, self._sql.indexes
+            layout, exists = await find_layout(
+                pool, self.sessions_table, self.messages_table, self._layout_wanted
             )
+            if layout == SDK:
+                # The SDK's tables are made only when asked for (layout="sdk").
+                sdk = self._sdk
+                await ensure_tables(pool, [] if exists else sdk.tables, sdk.tables_required)
+            else:
+                await ensure_tables(
+                    pool, self._sql.schema, self._sql.required_columns, self._sql.indexes
+                )
+            self._sdk_layout = layout == SDK
         except (psycopg.Error, PoolTimeout) as exc:
             raise SessionError(f"{self._who()}: cannot prepare the tables: {exc}") from exc
         return pool
@@ -690,153 +631,3 @@ class PostgresSession(SuffixReplacing, _ClosableSession, SkipsCorruptRows):
             generation = None if found is None else found[0]
         rows.reverse()
         return generation, rows
-
-
-class _Statements:
-    """The SQL of one pair of tables."""
-
-    def __init__(self, sessions: str, messages: str, keep_replaced: bool = False) -> None:
-        self.schema = _schema_statements(sessions, messages)
-        self.indexes = [f"idx_{messages}_session_id"]
-        self.required_columns = {
-            sessions: {"session_id": "text", "generation": "bigint"},
-            messages: {
-                "id": "bigint",
-                "session_id": "text",
-                "message_data": "jsonb",
-                "message_text": "text",
-            },
-        }
-        # Taking the session row's lock (creating the row if needed) is what makes
-        # writers of one session take turns; see the module docstring.
-        self.lock_or_create = (
-            f"INSERT INTO {sessions} (session_id) VALUES (%s) "
-            "ON CONFLICT (session_id) DO UPDATE SET updated_at = now()"
-        )
-        self.lock_existing = f"SELECT generation FROM {sessions} WHERE session_id = %s FOR UPDATE"
-        # The arrays go in binary: as a text-format array literal every quote of every
-        # JSON text would need escaping, which costs more than the insert itself.
-        self.append = (
-            f"INSERT INTO {messages} (session_id, message_data, message_text) "
-            "SELECT %s, CASE WHEN item.fits THEN item.text::jsonb END, item.text "
-            "FROM unnest(%b::text[], %b::boolean[]) WITH ORDINALITY "
-            "AS item(text, fits, position) ORDER BY item.position"
-        )
-        self.newest_below = (
-            f"SELECT id, message_text FROM {messages} WHERE session_id = %s AND id < %s "
-            "ORDER BY id DESC LIMIT 1"
-        )
-        self.delete_row = f"DELETE FROM {messages} WHERE id = %s"
-        self.bump = (
-            f"UPDATE {sessions} SET generation = txid_current(), updated_at = now() "
-            "WHERE session_id = %s RETURNING generation"
-        )
-        self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
-        self.delete_messages = f"DELETE FROM {messages} WHERE session_id = %s"
-        # One statement, so the generation and the rows come from one snapshot (the
-        # generation is repeated on every row); when no row matches, ``generation``
-        # alone is read afterwards (see ``_fetch``).
-        self.fetch = (
-            f"SELECT (SELECT generation FROM {sessions} WHERE session_id = %s), "
-            f"id, message_text FROM {messages} "
-            "WHERE session_id = %s AND id > %s AND id <= %s ORDER BY id DESC LIMIT %s"
-        )
-        self.generation = f"SELECT generation FROM {sessions} WHERE session_id = %s"
-        # Revisions and op ids (see the module docstring).
-        revisions, ops = f"{sessions}_revisions", f"{sessions}_op_ids"
-        self.indexes.append(f"{ops}_seq")
-        self.required_columns[revisions] = {
-            "session_id": "text",
-            "revision": "bigint",
-            "last_id": "bigint",
-            "ops": "bigint",
-        }
-        self.required_columns[ops] = {"session_id": "text", "op_id": "text", "seq": "bigint"}
-        self.revision_state = (
-            f"SELECT (SELECT revision FROM {revisions} WHERE session_id = %s), "
-            f"(SELECT last_id FROM {revisions} WHERE session_id = %s), "
-            f"(SELECT max(id) FROM {messages} WHERE session_id = %s)"
-        )
-        count = (
-            f"INSERT INTO {revisions} AS r (session_id, revision, last_id) "
-            f"VALUES (%s, 1, (SELECT max(id) FROM {messages} WHERE session_id = %s)) "
-            "ON CONFLICT (session_id) DO UPDATE "
-            "SET revision = r.revision + 1, last_id = EXCLUDED.last_id RETURNING revision"
-        )
-        self.count_revision = count
-        self.count_revision_with_op = (
-            f"WITH counted AS (INSERT INTO {revisions} AS r (session_id, revision, last_id, ops) "
-            f"VALUES (%s, 1, (SELECT max(id) FROM {messages} WHERE session_id = %s), 1) "
-            "ON CONFLICT (session_id) DO UPDATE SET revision = r.revision + 1, "
-            "last_id = EXCLUDED.last_id, ops = r.ops + 1 RETURNING ops) "
-            f"INSERT INTO {ops} (session_id, op_id, seq) SELECT %s, %s, ops FROM counted"
-        )
-        self.op_applied = f"SELECT 1 FROM {ops} WHERE session_id = %s AND op_id = %s"
-        # All but the latest ``op_id_window`` op ids (one at most, in the steady state).
-        self.forget_old_ops = (
-            f"DELETE FROM {ops} WHERE session_id = %s "
-            f"AND seq <= (SELECT ops FROM {revisions} WHERE session_id = %s) - %s"
-        )
-        self.all_rows = f"SELECT id, message_text FROM {messages} WHERE session_id = %s ORDER BY id"
-        self.delete_rows = f"DELETE FROM {messages} WHERE id = ANY(%s)"
-        self._archive_statements(sessions, messages, keep_replaced)
-
-    def _archive_statements(self, sessions: str, messages: str, keep_replaced: bool) -> None:
-        """The archive of ``keep_replaced`` (module docstring): its tables join the
-        schema only then, so other sessions never need them (nor CREATE rights)."""
-        archive, writes = f"{sessions}_archive", f"{sessions}_writes"
-        if keep_replaced:
-            self.schema = [
-                *self.schema,
-                f"""CREATE TABLE IF NOT EXISTS {archive} (
-                    session_id TEXT NOT NULL,
-                    id BIGINT NOT NULL,
-                    message_text TEXT NOT NULL,
-                    removed_revision BIGINT NOT NULL
-                )""",
-                f"CREATE INDEX IF NOT EXISTS {archive}_session ON {archive} (session_id, id)",
-                f"""CREATE TABLE IF NOT EXISTS {writes} (
-                    session_id TEXT NOT NULL,
-                    first_id BIGINT NOT NULL,
-                    last_id BIGINT NOT NULL,
-                    revision BIGINT NOT NULL,
-                    PRIMARY KEY (session_id, first_id)
-                )""",
-            ]
-            self.indexes.append(f"{archive}_session")
-            self.required_columns[archive] = {
-                "session_id": "text",
-                "id": "bigint",
-                "message_text": "text",
-                "removed_revision": "bigint",
-            }
-            self.required_columns[writes] = {
-                "session_id": "text",
-                "first_id": "bigint",
-                "last_id": "bigint",
-                "revision": "bigint",
-            }
-        # The revision the current transaction commits (one more than the stored one).
-        following = (
-            f"coalesce((SELECT revision FROM {sessions}_revisions WHERE session_id = %s), 0) + 1"
-        )
-        copy = (
-            f"INSERT INTO {archive} (session_id, id, message_text, removed_revision) "
-            f"SELECT session_id, id, message_text, {following} FROM {messages} "
-            "WHERE session_id = %s"
-        )
-        self.archive_all = copy
-        self.archive_rows = copy + " AND id = ANY(%s)"
-        self.append_noted = (
-            f"WITH added AS ({self.append} RETURNING id) "
-            f"INSERT INTO {writes} (session_id, first_id, last_id, revision) "
-            f"SELECT %s, min(id), max(id), {following} FROM added HAVING count(*) > 0"
-        )
-        self.archived = (
-            f"SELECT id, message_text, removed_revision FROM {archive} "
-            "WHERE session_id = %s ORDER BY id"
-        )
-        self.writes = (
-            f"SELECT first_id, last_id, revision FROM {writes} "
-            "WHERE session_id = %s ORDER BY first_id"
-        )
