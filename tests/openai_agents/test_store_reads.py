@@ -466,6 +466,36 @@ def test_sqlalchemy_decodes_in_one_batch(
     assert calls == [32]
 
 
+@pytest.mark.parametrize("kind_name", ["sqlalchemy_asyncpg", "sqlalchemy_psycopg"])
+def test_postgres_reads_only_new_rows(
+    kind_name: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    needs_pg(kind_name)
+    calls = decoded_rows(monkeypatch, _sqlalchemy_read)
+
+    async def run() -> None:
+        store = make_store(kind_name, tmp_path)
+        world = await World(store, None).start()
+        try:
+            await world.add("other", texts("a", 30))
+            accelerator.install()
+            await world.read(0)
+            await world.add("other", texts("b", 2))
+            await world.read(0)
+            await world.read(0)
+            await world.update(3)  # an UPDATE in place: read whole
+            await world.read(0)
+            await world.backdate(1)  # new rows, one sorting first: read whole
+            await world.read(0)
+            await world.pop("other")
+            await world.read(0)
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+    assert calls == [30, 2, 32, 34, 33]
+
+
 def test_fallbacks_take_the_sdk_read(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A limit, a custom row_factory, an open transaction, a rebound json.loads."""
     calls = decoded_rows(monkeypatch, _async_sqlite_read)

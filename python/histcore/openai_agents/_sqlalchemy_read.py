@@ -6,9 +6,10 @@ then decodes every row in one engine call (``decode_with``: orjson where it give
 ``json.loads`` gives, ``json.loads`` otherwise) instead of awaiting
 ``_deserialize_item`` once a row; like the SDK's loop it skips only rows raising
 ``json.JSONDecodeError``. Only while ``_deserialize_item`` is the SDK's own (a subclass
-that decodes otherwise gets the SDK's read), and never for a limited read. Each read
-fetches the whole history: see docs/design.md, "Drop-in accelerator" ("The session
-read").
+that decodes otherwise gets the SDK's read), and never for a limited read. On
+PostgreSQL a session object's read fetches only new rows (``_postgres_read``); other
+dialects read the whole history. docs/design.md, "Drop-in accelerator" ("The other
+stores' reads").
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from histcore.openai_agents import _postgres_read as postgres_read
 from histcore.openai_agents._replacements import intact, named_after
 from histcore.openai_agents._session_read import GetItems, decode_with
 from histcore.openai_agents._watch import Watch
@@ -36,6 +38,7 @@ def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None =
     sdk_deserialize = sdk_class._deserialize_item
     # From 0.23 on the read holds the SDK's shared-connection guard (``_session``).
     guarded = "_session" in vars(sdk_class)
+    histories = postgres_read.PostgresHistories()
 
     @named_after(original)
     async def get_items(self: Any, limit: int | None = None) -> list[Any]:
@@ -60,10 +63,26 @@ def make_get_items(original: GetItems, module: ModuleType, watch: Watch | None =
             .where(messages.c.session_id == self.session_id)
             .order_by(messages.c.created_at.asc(), messages.c.id.asc())
         )
-        async with self._session() if guarded else self._session_factory() as sess:
-            result = await sess.execute(stmt)
-            texts = result.scalars().all()
         json_module = module.json
-        return decode_with(list(zip(texts)), json_module.loads, (json_module.JSONDecodeError,))
+        skipped = (json_module.JSONDecodeError,)
+
+        def decode(rows: list[Any]) -> list[Any]:
+            return decode_with(rows, json_module.loads, skipped)
+
+        style = postgres_read.style_of(self._engine.dialect)
+        kept = style is not None and histories.can_keep(self)
+        async with self._session() if guarded else self._session_factory() as sess:
+            if not kept:
+                result = await sess.execute(stmt)
+                return decode(list(zip(result.scalars().all())))
+            try:
+                assert style is not None
+                return await histories.read(self, sess, style, decode)
+            except BaseException as exc:
+                histories.forget(self)
+                if not isinstance(exc, Exception):
+                    raise
+        # The SDK's read raises what the SDK would, if anything.
+        return await original(self, limit)
 
     return get_items
