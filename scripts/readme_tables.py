@@ -312,9 +312,37 @@ def _turns(sdk: Results, key: str) -> dict[int, dict[str, Any]]:
     return {turn["size"]: turn for turn in turns if isinstance(turn, dict) and "size" in turn}
 
 
+def _store_rows(sdk: Results, size: int) -> list[list[str]]:
+    """The other store kinds at ``size`` (``stores`` in the JSON; the SDK's SQLiteSession
+    is the size's own row): plain SDK and install(), the other columns empty."""
+    stores = sdk.data.get("stores")
+    stores = [turn for turn in stores if isinstance(turn, dict)] if isinstance(stores, list) else []
+    labels = {str(turn.get("store")): str(turn.get("label")) for turn in stores}
+    rows = []
+    for turn in stores:
+        if turn.get("size") != size or turn.get("store") == "sqlite":
+            continue
+        plain, installed = median(turn.get("plain")), median(turn.get("installed"))
+        label = str(turn.get("label", turn.get("store")))
+        plain_store = turn.get("plain_store")
+        if plain_store not in (None, turn.get("store")):
+            against = labels.get(str(plain_store), str(plain_store)).split(",")[0]
+            label += f" (against {against})"
+        rows.append(
+            [
+                f"{size_label(size)} items, {label}",
+                seconds(plain),
+                seconds(installed),
+                ratio(plain, installed),
+                *["-"] * 5,
+            ]
+        )
+    return rows
+
+
 def sdk_table(sdk: Results) -> list[str]:
     """(c) One SDK conversation turn per session size: plain, install(), guarded, and
-    the first turn of a fresh process."""
+    the first turn of a fresh process; then the same turn on each other store kind."""
     turns, first = _turns(sdk, "turns"), _turns(sdk, "first_turns")
     rows = []
     for size in sorted({*turns, *first}):
@@ -322,9 +350,11 @@ def sdk_table(sdk: Results) -> list[str]:
         plain, installed = median(turn.get("plain")), median(turn.get("installed"))
         new_session = median(turn.get("new_session"))
         fresh_plain, fresh_installed = median(fresh.get("plain")), median(fresh.get("installed"))
+        # With other store kinds in the file, this row says which store it is.
+        kind = ", SQLiteSession" if isinstance(sdk.data.get("stores"), list) else ""
         rows.append(
             [
-                f"{size_label(size)} items",
+                f"{size_label(size)} items{kind}",
                 seconds(plain),
                 seconds(installed),
                 ratio(plain, installed),
@@ -335,6 +365,7 @@ def sdk_table(sdk: Results) -> list[str]:
                 ratio(fresh_plain, fresh_installed),
             ]
         )
+        rows += _store_rows(sdk, size)
     headers = [
         "session",
         "openai-agents",
@@ -346,7 +377,12 @@ def sdk_table(sdk: Results) -> list[str]:
         "first turn of a fresh process",
         "ratio",
     ]
-    return [stamp(sdk), "", *table(headers, rows)]
+    skipped = sdk.data.get("stores_skipped")
+    notes = []
+    if isinstance(skipped, dict) and skipped:
+        reasons = "; ".join(f"{name}: {why}" for name, why in skipped.items())
+        notes = ["", f"<sub>Not timed in that run: {reasons}.</sub>"]
+    return [stamp(sdk), "", *table(headers, rows), *notes]
 
 
 # --- the README ---------------------------------------------------------------------

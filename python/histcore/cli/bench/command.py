@@ -70,6 +70,7 @@ exit codes: 0 done, 1 a result was wrong, 2 bad arguments, debug or missing buil
 examples:
   histcore bench
   histcore bench --openai-agents --sizes 1000,10000
+  histcore bench --openai-agents --stores sqlite,sqlalchemy-postgres --scratch-dsn DSN
   histcore bench --huge --json bench.json --plot bench.svg
   histcore bench --store sessions.db --plot sessions.svg
   histcore bench --sizes 1e4 --functions dedupe_keys,content_keys --backend rust"""
@@ -126,6 +127,27 @@ def _repeat(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"invalid repeat {text!r}: must be at least 1")
     return value
+
+
+# The store kinds of ``sdk_stores.KINDS`` (named here: that module imports the SDK).
+_STORE_KINDS = (
+    "sqlite",
+    "async-sqlite",
+    "encrypted-sqlite",
+    "sqlalchemy-postgres",
+    "histcore-postgres",
+)
+
+
+def _stores(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [name for name in names if name not in _STORE_KINDS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown store kind(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
+            f"choose from {', '.join(_STORE_KINDS)}"
+        )
+    return names
 
 
 def _plot_path(text: str) -> str:
@@ -205,9 +227,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--openai-agents",
         action="store_true",
-        help="instead of the engine suite, time a multi-turn openai-agents conversation on "
-        "a SQLite session with and without histcore.openai_agents.install(), and its "
-        "helpers (sizes default to 10,000 and 100,000 items)",
+        help="instead of the engine suite, time a turn of an openai-agents conversation on "
+        "each store kind (--stores) with and without histcore.openai_agents.install() "
+        "(sizes default to 10,000 and 100,000 items)",
+    )
+    parser.add_argument(
+        "--stores",
+        type=_stores,
+        default=None,
+        metavar="KIND[,KIND...]",
+        help="with --openai-agents: the store kinds to time a turn on (default all: "
+        f"{', '.join(_STORE_KINDS)}); a kind whose packages or server are missing is "
+        "skipped with the reason",
+    )
+    parser.add_argument(
+        "--scratch-dsn",
+        metavar="DSN",
+        help="with --openai-agents: a PostgreSQL database the PostgreSQL store kinds may "
+        "write to, in schemas of their own dropped afterwards (default: a throwaway "
+        "cluster, when initdb and pg_ctl are on PATH)",
     )
     parser.add_argument(
         "--plot",
@@ -312,8 +350,15 @@ def run(args: argparse.Namespace) -> int:
 
         sdk_sizes = sizes if given is not None else sdk_conversation.DEFAULT_SIZES
         return sdk_conversation.run_cli(
-            sizes=sdk_sizes, repeat=min(args.repeat, 3), json_path=json_path, plot_path=plot_path
+            sizes=sdk_sizes,
+            repeat=min(args.repeat, 3),
+            json_path=json_path,
+            plot_path=plot_path,
+            stores=args.stores or _STORE_KINDS,
+            scratch_dsn=args.scratch_dsn,
         )
+    if args.stores is not None or args.scratch_dsn is not None:
+        return _fail("--stores and --scratch-dsn go with --openai-agents")
 
     settings = Settings(
         sizes=sizes,

@@ -12,7 +12,8 @@ saved runs::
 One panel per engine function (on the realistic generated history): the Rust engine,
 the pure-Python twin and the OpenAI Agents SDK's equivalent; with an ``--openai-agents``
 document, also the SDK's conversation turn without and with
-``histcore.openai_agents.install()``, in one process and as a fresh process's first.
+``histcore.openai_agents.install()``, in one process and as a fresh process's first,
+and on each store kind.
 :func:`store_figure` draws a ``histcore bench --store --json`` document: each session's
 ms per turn against its item count as it grew, plain and installed.
 
@@ -87,7 +88,35 @@ def _turn_panels(sdk: Mapping[str, Any]) -> list[Panel]:
                     lines.setdefault(mode, []).append(point)
         if lines:
             panels.append((title, lines, _TURN_SERIES))
-    return panels
+    store_panel = _store_panel(sdk)
+    return panels + ([store_panel] if store_panel is not None else [])
+
+
+# Colours of the store kinds, in the order the bench runs them.
+_STORE_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#d62728", "#7f7f7f")
+
+
+def _store_panel(sdk: Mapping[str, Any]) -> Panel | None:
+    """The turn on each store kind: installed solid, plain SDK dashed, a colour each."""
+    lines: dict[str, Points] = {}
+    styles: dict[str, tuple[str, str, str, str]] = {}
+    colours: dict[str, str] = {}
+    for turn in sdk.get("stores", []):
+        store = str(turn["store"])
+        colour = colours.setdefault(store, _STORE_COLOURS[len(colours) % len(_STORE_COLOURS)])
+        label = str(turn.get("label", store)).split(",")[0]
+        for mode, suffix, marker, style in (
+            ("installed", "install()", "o", "-"),
+            ("plain", "plain", "^", "--"),
+        ):
+            timing = turn.get(mode)
+            # A plain column measured on another store is that store's line.
+            if timing is None or (mode == "plain" and turn.get("plain_store", store) != store):
+                continue
+            key = f"{store}:{mode}"
+            styles.setdefault(key, (f"{label}, {suffix}", colour, marker, style))
+            lines.setdefault(key, []).append((int(turn["size"]), float(timing["median_s"])))
+    return ("SDK turn per store kind", lines, styles) if lines else None
 
 
 def _seconds_formatter() -> Formatter:

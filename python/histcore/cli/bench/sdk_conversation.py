@@ -1,10 +1,12 @@
-"""``histcore bench --openai-agents``: SDK conversation turns over large SQLite sessions.
+"""``histcore bench --openai-agents``: SDK conversation turns over large sessions.
 
 For each session size (default 10^4 and 10^5 items) it times one turn of the SDK's own
 ``Runner`` (a scripted model that calls a function tool, then answers; a file
 ``SQLiteSession``; a ``session_input_callback``) plain, under ``install()`` and under
-``install(guard=True)``, alternating so all see the same load, and the same turn as the
-first of a fresh Python process (imports and ``install()`` before the clock starts).
+``install(guard=True)``, each mode in a process of its own on its own copy of the store,
+and the same turn as the first of a fresh Python process (imports and ``install()``
+before the clock starts); then plain and installed on the other store kinds
+(``sdk_stores``, ``sdk_store_turns``).
 
 Rule: correctness first. A plain and an installed turn, each on its own copy of the
 store, must leave identical sessions, send identical model inputs and give the same
@@ -16,7 +18,6 @@ imports it only for ``--openai-agents``.
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib
 import json
 import logging
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
@@ -41,6 +42,7 @@ from histcore import BACKEND
 from histcore import openai_agents as accelerator
 from histcore.cli.bench.environment import Environment
 from histcore.cli.bench.report import header
+from histcore.cli.bench.sdk_stores import KINDS, Checked, Place
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
 from histcore.items import repair_input
@@ -124,6 +126,14 @@ async def run_turn(
     finally:
         if own:
             session.close()
+    return str(result.final_output)
+
+
+async def session_turn(session: Any, message: str, model: SDKScriptedModel) -> str:
+    """One user turn through ``session`` (of any store kind); returns the final output."""
+    result = await Runner.run(
+        conversation_agent(model), message, session=session, run_config=run_config()
+    )
     return str(result.final_output)
 
 
@@ -212,12 +222,17 @@ class SdkBenchResult:
     turns: list[TurnTiming] = field(default_factory=list)
     first_turns: list[TurnTiming] = field(default_factory=list)
     replaced: tuple[str, ...] = ()
+    #: Per store kind and size: plain and installed (``sdk_store_turns.StoreTurn``).
+    stores: list[Any] = field(default_factory=list)
+    #: The store kinds asked for that could not run, and why.
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 # --- correctness, then timing ------------------------------------------------------
 
 
-def _check_turn_pair(store: str, workdir: str, message: str) -> None:
+def _check_turn_pair(store: str, workdir: str, message: str) -> Checked:
+    """Plain, installed and guarded turns on copies of ``store`` agree; the plain one."""
     plain_path = os.path.join(workdir, "plain.db")
     fast_path = os.path.join(workdir, "installed.db")
     guarded_path = os.path.join(workdir, "guarded.db")
@@ -246,6 +261,7 @@ def _check_turn_pair(store: str, workdir: str, message: str) -> None:
         raise CorrectnessError("install(guard=True) sent other than repair_input of the SDK's")
     for path in (plain_path, fast_path, guarded_path):
         os.remove(path)
+    return Checked(plain_answer, list(plain_model.inputs), json.dumps(plain_items))
 
 
 @contextmanager
@@ -269,7 +285,7 @@ DEDUPE = "deduplicate_input_items_preferring_latest"
 
 
 @contextmanager
-def _timed_dedupes(spent: list[float]) -> Iterator[None]:
+def timed_dedupes(spent: list[float]) -> Iterator[None]:
     """The run loop's model-input dedupe (its binding, called only by the two functions
     that build a model call's input) timed into ``spent[0]``."""
     module = sys.modules[RUN_LOOP]
@@ -289,59 +305,38 @@ def _timed_dedupes(spent: list[float]) -> Iterator[None]:
         setattr(module, DEDUPE, bound)
 
 
-def _time_turn(store: str, mode: str, round_: int) -> tuple[float, float, float]:
-    """One timed turn in ``mode``: its seconds, the guard's own seconds within it, and
-    the seconds of its model-input dedupes (installed: timed here; guarded: the guard's
-    ``dedupe_seconds``, its check included). The conversation keeps one session object,
-    as the SDK's examples do; with install() it first runs an untimed turn on it, so the
-    timed one reads only what is new, as every turn after a conversation's first does.
-    The SDK keeps nothing between reads: its turn is the same either way."""
-    accelerator.uninstall()
-    installation = None if mode == "plain" else accelerator.install(guard=mode == "guarded")
-    session = None if mode == "new session" else SQLiteSession(SESSION_ID, store)
-    try:
-        if mode in ("installed", "guarded"):
-            warm = SDKScriptedModel(record=False, id_prefix=f"{mode}-warm{round_}_")
-            asyncio.run(run_turn(store, "Lima", warm, session=session))
-        # Ids of its own: the turns of every mode add to one session.
-        model = SDKScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
-        gc.collect()  # every sample starts from the same collector state
-        guard = installation.guard if installation is not None else None
-        own, deduping = (guard.seconds, guard.dedupe_seconds) if guard is not None else (0, 0)
-        spent = [0.0]
-        timing = _timed_dedupes(spent) if mode == "installed" else nullcontext()
-        with quiet_guard(), timing:
-            start = time.perf_counter()
-            asyncio.run(run_turn(store, f"Paris and Rome, round {round_}", model, session=session))
-            elapsed = time.perf_counter() - start
-        if guard is None:
-            return elapsed, 0.0, spent[0]
-        return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping
-    finally:
-        if session is not None:
-            session.close()
-
-
 def _median_timing(values: list[float]) -> Timing:
     return Timing(statistics.median(values), tuple(values), 1)
 
 
-def _time_turns(store: str, size: int, repeat: int, progress: TextIO) -> TurnTiming:
+def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: TextIO) -> TurnTiming:
+    """Each mode's ``repeat`` rounds in a process of its own, on its own copy of
+    ``store`` (``sdk_stores``: a round opens the session, runs an untimed turn when
+    installed, then the timed one). The SDK keeps nothing between reads: its turn is the
+    same either way."""
+    from histcore.cli.bench import sdk_stores
+
     samples: dict[str, list[float]] = {mode: [] for mode in MODES}
     guard_times: list[float] = []
     installed_dedupes: list[float] = []
-    for round_ in range(repeat):
-        for mode, values in samples.items():
-            progress.write(f"  turn {round_ + 1}/{repeat} {mode}")
-            progress.flush()
-            seconds, guard_seconds, dedupe_seconds = _time_turn(store, mode, round_)
+    for mode, values in samples.items():
+        progress.write(f"  {repeat} {mode} turn(s), a process of their own")
+        progress.flush()
+        path = os.path.join(workdir, f"timed-{mode.replace(' ', '-')}.db")
+        shutil.copyfile(store, path)
+        try:
+            rounds = sdk_stores.time_mode(
+                sdk_stores.KINDS["sqlite"], Place(path=path), mode, repeat
+            )
+        finally:
+            os.remove(path)
+        for seconds, guard_seconds, dedupe_seconds in rounds:
             values.append(seconds)
             if mode == "guarded":
                 guard_times.append(guard_seconds + dedupe_seconds)
             elif mode == "installed":
                 installed_dedupes.append(dedupe_seconds)
-            progress.write(f" {format_seconds(values[-1])}\n")
-    accelerator.uninstall()
+        progress.write(f" {format_seconds(statistics.median(values))}\n")
     return TurnTiming(
         size,
         _median_timing(samples["plain"]),
@@ -441,8 +436,15 @@ def run_benchmark(
     repeat: int = 3,
     progress: TextIO | None = None,
     workdir: str | None = None,
+    stores: Sequence[str] = tuple(KINDS),
+    scratch_dsn: str | None = None,
 ) -> SdkBenchResult:
-    """Check, then time turns at each size. Raises CorrectnessError."""
+    """Check, then time turns at each size, on each store kind of ``stores`` (PostgreSQL
+    from ``scratch_dsn``, else a throwaway cluster when one can be started). Raises
+    CorrectnessError."""
+    from histcore.cli.bench import sdk_store_turns as store_turns
+    from histcore.cli.bench.sdk_postgres import postgres_server
+
     out = progress if progress is not None else open(os.devnull, "w")
     profile = None
     if BACKEND == "rust":
@@ -450,20 +452,53 @@ def run_benchmark(
     result = SdkBenchResult(Environment.current(profile, sdk_version()), repeat)
     result.replaced = accelerator.install().replaced
     accelerator.uninstall()
-    with tempfile.TemporaryDirectory(prefix="histcore-sdk-bench-", dir=workdir) as tmp:
+    kinds = [KINDS[name] for name in stores]
+    wanted = any(kind.postgres for kind in kinds)
+    with (
+        tempfile.TemporaryDirectory(prefix="histcore-sdk-bench-", dir=workdir) as tmp,
+        postgres_server(scratch_dsn, wanted) as server,
+    ):
+        result.skipped = store_turns.skipped_kinds(kinds, server)
+        for name, reason in result.skipped.items():
+            out.write(f"skipping {KINDS[name].label}: {reason}\n")
+        others = [k for k in kinds if k.name != "sqlite" and k.name not in result.skipped]
         for size in sizes:
-            out.write(f"{size_label(size)} items: building the store\n")
-            out.flush()
-            store = os.path.join(tmp, f"store-{size}.db")
-            build_store(store, size)
-            out.write("  checking a plain and an installed turn give the same results\n")
-            _check_turn_pair(store, tmp, "Lisbon and Oslo")
-            result.turns.append(_time_turns(store, size, repeat, out))
-            result.first_turns.append(time_first_turns(store, size, repeat, tmp, out))
-            os.remove(store)
+            references: dict[str, tuple[Checked, Timing]] = {}
+            if "sqlite" in stores:
+                _sqlite_turns(result, size, repeat, tmp, out, references)
+            history = generate_history(size, 0, refresh_reasoning=False) if others else []
+            for kind in others:
+                result.stores.append(
+                    store_turns.time_kind(kind, size, history, repeat, tmp, server, references, out)
+                )
     if progress is None:
         out.close()
     return result
+
+
+def _sqlite_turns(
+    result: SdkBenchResult,
+    size: int,
+    repeat: int,
+    tmp: str,
+    out: TextIO,
+    references: dict[str, tuple[Checked, Timing]],
+) -> None:
+    """The SDK's SQLiteSession at ``size``: every mode, and the first turns."""
+    from histcore.cli.bench.sdk_store_turns import CHECK_MESSAGE, StoreTurn
+
+    out.write(f"{size_label(size)} items: building the store\n")
+    out.flush()
+    store = os.path.join(tmp, f"store-{size}.db")
+    build_store(store, size)
+    out.write("  checking a plain and an installed turn give the same results\n")
+    checked = _check_turn_pair(store, tmp, CHECK_MESSAGE)
+    turn = _time_turns(store, size, repeat, tmp, out)
+    result.turns.append(turn)
+    references["sqlite"] = (checked, turn.plain)
+    result.stores.append(StoreTurn("sqlite", size, turn.plain, turn.installed, "sqlite"))
+    result.first_turns.append(time_first_turns(store, size, repeat, tmp, out))
+    os.remove(store)
 
 
 # --- report ------------------------------------------------------------------------
@@ -511,11 +546,39 @@ def render(result: SdkBenchResult) -> str:
         "add); 'cost' is that over the installed turn (median).",
         "",
     ]
-    lines += _turn_lines("in one process (the process has run turns before):", result.turns)
+    title = "in one process (the process has run turns before; each mode a process of its own):"
+    lines += _turn_lines(title, result.turns)
     if result.first_turns:
         title = "the first turn of a fresh process (imports and install() before the clock):"
         lines += ["", *_turn_lines(title, result.first_turns)]
+    if result.stores or result.skipped:
+        lines += ["", *_store_lines(result)]
     return "\n".join(lines)
+
+
+def _store_lines(result: SdkBenchResult) -> list[str]:
+    """The same turn per store kind, plain SDK against install()."""
+    lines = [
+        "per store kind (the same history, each mode a process of its own on its own copy):",
+        f"{'store':<42}  {'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}",
+    ]
+    for turn in result.stores:
+        label = KINDS[turn.store].label
+        plain = "-" if turn.plain is None else format_seconds(turn.plain.median)
+        speedup = "-" if turn.speedup is None else f"{turn.speedup:.1f}x"
+        lines.append(
+            f"{label:<42}  {size_label(turn.size):>8}  {plain:>10}  "
+            f"{format_seconds(turn.installed.median):>10}  {speedup:>7}"
+        )
+    for turn in result.stores:
+        if turn.plain is not None and turn.plain_store != turn.store:
+            lines.append(
+                f"({KINDS[turn.store].label}: its plain SDK column is "
+                f"{KINDS[turn.plain_store].label})"
+            )
+            break
+    lines += [f"skipped {KINDS[name].label}: {why}" for name, why in result.skipped.items()]
+    return lines
 
 
 def _turn_json(turn: TurnTiming) -> dict[str, Any]:
@@ -553,6 +616,8 @@ def to_json(result: SdkBenchResult) -> dict[str, Any]:
         "replaced": list(result.replaced),
         "turns": [_turn_json(turn) for turn in result.turns],
         "first_turns": [_turn_json(turn) for turn in result.first_turns],
+        "stores": [turn.to_json() for turn in result.stores],
+        "stores_skipped": dict(result.skipped),
     }
 
 
@@ -563,13 +628,17 @@ def run_cli(
     out: TextIO | None = None,
     err: TextIO | None = None,
     plot_path: str | None = None,
+    stores: Sequence[str] = tuple(KINDS),
+    scratch_dsn: str | None = None,
 ) -> int:
     """What ``histcore bench --openai-agents`` runs: 0 done, 1 a result differed."""
+    from histcore.cli.bench.sdk_stores import ChildFailed
+
     stdout = out if out is not None else sys.stdout
     stderr = err if err is not None else sys.stderr
     try:
-        result = run_benchmark(sizes, repeat, stderr)
-    except CorrectnessError as exc:
+        result = run_benchmark(sizes, repeat, stderr, stores=stores, scratch_dsn=scratch_dsn)
+    except (CorrectnessError, ChildFailed) as exc:
         stderr.write(f"histcore bench --openai-agents: error: {exc}\n")
         return 1
     stdout.write(render(result) + "\n")

@@ -1,0 +1,193 @@
+"""``histcore bench --openai-agents`` per store kind: check, then time each mode.
+
+For each kind of ``sdk_stores`` other than the SDK's ``SQLiteSession`` (which
+``sdk_conversation`` times with its extra modes): a copy of the store per mode, a plain
+and an installed turn on them that must send the same model input, give the same output
+and leave the same items (read back by the kind's own session; histcore's
+``PostgresSession`` against the plain ``SQLAlchemySession`` turn, or the plain SQLite one),
+then each mode's rounds in a process of its own. A mismatch raises ``CorrectnessError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import statistics
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from histcore import openai_agents as accelerator
+from histcore.cli.bench import sdk_stores
+from histcore.cli.bench.sdk_conversation import (
+    CorrectnessError,
+    SDKScriptedModel,
+    session_turn,
+)
+from histcore.cli.bench.sdk_postgres import Server
+from histcore.cli.bench.sdk_stores import KINDS, Checked, Place, StoreKind
+from histcore.cli.bench.timing import Timing
+from histcore.cli.bench.units import format_seconds, size_label
+
+__all__ = ["CHECK_MESSAGE", "StoreTurn", "skipped_kinds", "time_kind"]
+
+CHECK_MESSAGE = "Lisbon and Oslo"
+
+
+@dataclass(frozen=True)
+class StoreTurn:
+    """One store kind's turn at one size: plain SDK and ``install()`` medians."""
+
+    store: str
+    size: int
+    plain: Timing | None
+    installed: Timing
+    #: The kind whose plain turn ``plain`` is (its own, or the SDK store it replaces).
+    plain_store: str
+
+    @property
+    def speedup(self) -> float | None:
+        return None if self.plain is None else self.plain.median / self.installed.median
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "label": KINDS[self.store].label,
+            "size": self.size,
+            "plain": None if self.plain is None else self.plain.to_json(),
+            "plain_store": self.plain_store,
+            "installed": self.installed.to_json(),
+            "speedup": self.speedup,
+        }
+
+
+def median_timing(values: Sequence[float]) -> Timing:
+    return Timing(statistics.median(values), tuple(values), 1)
+
+
+def skipped_kinds(kinds: Sequence[StoreKind], server: Server) -> dict[str, str]:
+    """Why each kind that cannot run here is skipped."""
+    skipped: dict[str, str] = {}
+    for kind in kinds:
+        reason = sdk_stores.missing(kind)
+        if reason is None and kind.postgres and server.dsn is None:
+            reason = f"no PostgreSQL: {server.reason}"
+        if reason is not None:
+            skipped[kind.name] = reason
+    return skipped
+
+
+def _places(
+    kind: StoreKind,
+    modes: Sequence[str],
+    history: list[Any],
+    workdir: str,
+    server: Server,
+    size: int,
+) -> dict[str, Place]:
+    """A filled copy of the store per mode."""
+    if kind.postgres:
+        places = {}
+        for mode in modes:
+            place = Place(dsn=server.dsn, schema=server.new_schema())
+            sdk_stores.fill(kind, place, history)
+            places[mode] = place
+        return places
+    source = os.path.join(workdir, f"{kind.name}-{size}.db")
+    sdk_stores.fill(kind, Place(path=source), history)
+    places = {}
+    for mode in modes:
+        path = os.path.join(workdir, f"{kind.name}-{size}-{mode.replace(' ', '-')}.db")
+        shutil.copyfile(source, path)
+        places[mode] = Place(path=path)
+    os.remove(source)
+    return places
+
+
+def check_turn(kind: StoreKind, place: Place, installed: bool) -> Checked:
+    """The check turn on ``place``, plain or under ``install()``."""
+    model = SDKScriptedModel()
+    accelerator.uninstall()
+
+    async def turn() -> str:
+        session = sdk_stores.open_session(kind, place)
+        try:
+            return await session_turn(session, CHECK_MESSAGE, model)
+        finally:
+            await sdk_stores.close_session(session)
+
+    with accelerator.installed() if installed else nullcontext():
+        answer = asyncio.run(turn())
+    items = json.dumps(sdk_stores.read_items(kind, place))
+    return Checked(answer, list(model.inputs), items)
+
+
+def _compare(kind: StoreKind, plain: Checked, installed: Checked, against: str) -> None:
+    where = f"{KINDS[kind.name].label} with install()"
+    if plain.answer != installed.answer:
+        raise CorrectnessError(f"{where}: final output differs from the plain SDK's {against}")
+    if plain.inputs != installed.inputs:
+        raise CorrectnessError(f"{where}: the model received other input than {against}")
+    if plain.items != installed.items:
+        raise CorrectnessError(f"{where}: the session holds other items than {against}")
+
+
+def _cleanup(places: dict[str, Place]) -> None:
+    for place in places.values():
+        if place.path is not None and os.path.exists(place.path):
+            os.remove(place.path)
+
+
+def time_kind(
+    kind: StoreKind,
+    size: int,
+    history: list[Any],
+    repeat: int,
+    workdir: str,
+    server: Server,
+    references: dict[str, tuple[Checked, Timing]],
+    progress: TextIO,
+) -> StoreTurn:
+    """Check, then time ``kind`` at ``size``. ``references`` holds, per kind already run
+    at this size, its plain check turn and plain timing (a kind with a ``baseline``
+    compares with that kind's, else with the SDK's SQLite store's); this kind's plain
+    ones are added."""
+    against = kind.baseline if kind.baseline in references else "sqlite"
+    modes = ("installed",) if kind.baseline is not None else ("plain", "installed")
+    progress.write(f"  {kind.label}: filling {len(modes)} copies, checking\n")
+    progress.flush()
+    places = _places(kind, modes, history, workdir, server, size)
+    try:
+        installed_check = check_turn(kind, places["installed"], installed=True)
+        if "plain" in places:
+            plain_check = check_turn(kind, places["plain"], installed=False)
+            _compare(kind, plain_check, installed_check, "on the same store")
+        elif against in references:
+            # Another store with the same history: the same answer, input and items.
+            _compare(kind, references[against][0], installed_check, f"on {KINDS[against].label}")
+        timings: dict[str, Timing] = {}
+        for mode, place in places.items():
+            progress.write(f"  {kind.label}: {repeat} {mode} turn(s), a process of their own")
+            progress.flush()
+            rounds = sdk_stores.time_mode(kind, place, mode, repeat)
+            timings[mode] = median_timing([seconds for seconds, _, _ in rounds])
+            progress.write(f" {format_seconds(timings[mode].median)}\n")
+    finally:
+        accelerator.uninstall()
+        _cleanup(places)
+    plain = timings.get("plain")
+    if plain is not None:
+        references[kind.name] = (plain_check, plain)
+        plain_store = kind.name
+    else:
+        plain = references[against][1] if against in references else None
+        plain_store = against if plain is not None else kind.name
+    turn = StoreTurn(kind.name, size, plain, timings["installed"], plain_store)
+    progress.write(
+        f"  {kind.label} at {size_label(size)} items: "
+        f"{'-' if turn.speedup is None else f'{turn.speedup:.1f}x'}\n"
+    )
+    return turn

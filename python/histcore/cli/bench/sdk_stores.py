@@ -1,0 +1,324 @@
+"""The store kinds ``histcore bench --openai-agents`` times an SDK turn on.
+
+The SDK's ``SQLiteSession``, ``AsyncSQLiteSession`` (aiosqlite), ``EncryptedSession``
+over ``SQLiteSession``, ``SQLAlchemySession`` on PostgreSQL (asyncpg) and histcore's own
+``PostgresSession``, each filled with the same generated history by its own writer.
+A kind whose packages or server are missing is skipped with a one-line reason.
+
+Rules: each mode (plain SDK, ``install()``, ...) runs in a Python process of its own on
+its own copy of the store (a copied file; for PostgreSQL a schema of its own, filled
+again), and gives the median of its rounds; each round opens the session, runs an
+untimed turn when installed (so the timed turn reads what is new, as every turn after
+a conversation's first), then the timed turn. histcore's ``PostgresSession`` has no
+plain mode: its row compares with the SDK's ``SQLAlchemySession`` on the same server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "KINDS",
+    "SESSION_ID",
+    "Checked",
+    "Place",
+    "StoreKind",
+    "close_session",
+    "fill",
+    "missing",
+    "open_session",
+    "read_items",
+    "time_mode",
+]
+
+SESSION_ID = "bench"
+#: EncryptedSession's key (not a secret: a benchmark's) and a TTL nothing outlives.
+_KEY = "histcore-bench-key-histcore-bench-key-000000"
+_TTL = 10**9
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    name: str
+    label: str
+    #: Modules it needs, and the extra that brings them.
+    needs: tuple[str, ...]
+    extra: str
+    postgres: bool = False
+    #: The kind whose plain SDK turn this kind's installed turn is compared with
+    #: (None: its own).
+    baseline: str | None = None
+
+
+KINDS: dict[str, StoreKind] = {
+    kind.name: kind
+    for kind in (
+        StoreKind("sqlite", "SQLiteSession", (), "openai-agents"),
+        StoreKind("async-sqlite", "AsyncSQLiteSession", ("aiosqlite",), "test"),
+        StoreKind(
+            "encrypted-sqlite", "EncryptedSession over SQLiteSession", ("cryptography",), "test"
+        ),
+        StoreKind(
+            "sqlalchemy-postgres",
+            "SQLAlchemySession, PostgreSQL (asyncpg)",
+            ("sqlalchemy", "asyncpg", "psycopg"),
+            "test,postgres",
+            postgres=True,
+        ),
+        StoreKind(
+            "histcore-postgres",
+            "histcore PostgresSession, PostgreSQL",
+            ("psycopg", "psycopg_pool"),
+            "postgres",
+            postgres=True,
+            baseline="sqlalchemy-postgres",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What a check turn did: its answer, the model's inputs, the items it left (JSON)."""
+
+    answer: str
+    inputs: list[str]
+    items: str
+
+
+@dataclass(frozen=True)
+class Place:
+    """One copy of a store: a SQLite file, or a schema in a PostgreSQL database."""
+
+    path: str | None = None
+    dsn: str | None = None
+    schema: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "dsn": self.dsn, "schema": self.schema}
+
+
+def missing(kind: StoreKind) -> str | None:
+    """Why ``kind`` cannot run here (a package is missing), or None."""
+    for module in kind.needs:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return f"needs {module}: pip install 'histcore[{kind.extra}]'"
+    return None
+
+
+def _schema_dsn(place: Place) -> str:
+    from psycopg.conninfo import make_conninfo
+
+    assert place.dsn is not None
+    return make_conninfo(place.dsn, options=f"-csearch_path={place.schema}")
+
+
+def _sqlalchemy_url(dsn: str) -> Any:
+    from psycopg.conninfo import conninfo_to_dict
+    from sqlalchemy.engine import URL
+
+    parts = {key: str(value) for key, value in conninfo_to_dict(dsn).items()}
+    port = parts.get("port")
+    return URL.create(
+        "postgresql+asyncpg",
+        username=parts.get("user"),
+        password=parts.get("password"),
+        host=parts.get("host"),
+        port=int(port) if port else None,
+        database=parts.get("dbname"),
+    )
+
+
+def open_session(kind: StoreKind, place: Place) -> Any:
+    """A new session object of ``kind`` on ``place`` (open it inside the event loop that
+    will use it: the PostgreSQL ones connect there)."""
+    from agents import SQLiteSession
+
+    path = place.path or ":memory:"
+    if kind.name == "sqlite":
+        return SQLiteSession(SESSION_ID, path)
+    if kind.name == "async-sqlite":
+        from agents.extensions.memory import AsyncSQLiteSession
+
+        return AsyncSQLiteSession(SESSION_ID, path)
+    if kind.name == "encrypted-sqlite":
+        from agents.extensions.memory import EncryptedSession
+
+        inner = SQLiteSession(SESSION_ID, path)
+        return EncryptedSession(SESSION_ID, inner, _KEY, ttl=_TTL)
+    assert place.dsn is not None
+    if kind.name == "sqlalchemy-postgres":
+        from agents.extensions.memory import SQLAlchemySession
+
+        settings = {"server_settings": {"search_path": str(place.schema)}}
+        return SQLAlchemySession.from_url(
+            SESSION_ID,
+            url=_sqlalchemy_url(place.dsn),
+            create_tables=True,
+            engine_kwargs={"connect_args": settings},
+        )
+    if kind.name == "histcore-postgres":
+        from histcore.sessions.postgres import PostgresSession
+
+        return PostgresSession(SESSION_ID, _schema_dsn(place))
+    raise ValueError(f"unknown store kind {kind.name!r}")
+
+
+async def close_session(session: Any) -> None:
+    """Close ``session`` (and what it wraps), its connections too, in the running loop."""
+    inner = getattr(session, "underlying_session", session)
+    closing = getattr(inner, "close", None)
+    if closing is not None:
+        done = closing()
+        if asyncio.iscoroutine(done):
+            await done
+    engine = getattr(inner, "_engine", None)
+    if engine is not None:
+        await engine.dispose()
+    if type(inner).__module__.startswith("histcore.sessions.postgres"):
+        from histcore.sessions.postgres import close_pools
+
+        await close_pools()
+
+
+def fill(kind: StoreKind, place: Place, history: list[Any]) -> None:
+    """Write ``history`` to a new store of ``kind`` at ``place`` with its own writer."""
+
+    async def write() -> None:
+        session = open_session(kind, place)
+        try:
+            await session.add_items(history)
+        finally:
+            await close_session(session)
+
+    asyncio.run(write())
+
+
+def read_items(kind: StoreKind, place: Place) -> list[Any]:
+    """What a new session object of ``kind`` reads at ``place``."""
+
+    async def read() -> list[Any]:
+        session = open_session(kind, place)
+        try:
+            return list(await session.get_items())
+        finally:
+            await close_session(session)
+
+    return asyncio.run(read())
+
+
+# --- timing, in a process of its own ------------------------------------------------
+
+RoundResult = tuple[float, float, float]
+
+
+async def _round(kind: StoreKind, place: Place, mode: str, round_: int) -> RoundResult:
+    """One timed turn in ``mode``: its seconds, the guard's own seconds within it and the
+    seconds of its model-input dedupes (as ``sdk_conversation`` reports them)."""
+    from contextlib import nullcontext
+
+    from histcore import openai_agents as accelerator
+    from histcore.cli.bench import sdk_conversation as bench
+
+    accelerator.uninstall()
+    installation = None if mode == "plain" else accelerator.install(guard=mode == "guarded")
+    fresh = mode == "new session"
+    session = None if fresh else open_session(kind, place)
+    try:
+        if mode in ("installed", "guarded"):
+            warm = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}-warm{round_}_")
+            await bench.session_turn(session, "Lima", warm)
+        model = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
+        gc.collect()  # every sample starts from the same collector state
+        guard = installation.guard if installation is not None else None
+        own, deduping = (guard.seconds, guard.dedupe_seconds) if guard is not None else (0, 0)
+        spent = [0.0]
+        timing = bench.timed_dedupes(spent) if mode == "installed" else nullcontext()
+        message = f"Paris and Rome, round {round_}"
+        with bench.quiet_guard(), timing:
+            start = time.perf_counter()
+            if fresh:
+                opened = open_session(kind, place)
+                try:
+                    await bench.session_turn(opened, message, model)
+                finally:
+                    await close_session(opened)
+            else:
+                await bench.session_turn(session, message, model)
+            elapsed = time.perf_counter() - start
+        if guard is None:
+            return elapsed, 0.0, spent[0]
+        return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping
+    finally:
+        if session is not None:
+            await close_session(session)
+
+
+async def _warm_up(kind: StoreKind, place: Place, mode: str) -> None:
+    """An untimed turn in ``mode``: the rounds then time a process that has run turns
+    before (first calls, imports, the SDK's trace provider are behind it)."""
+    from histcore import openai_agents as accelerator
+    from histcore.cli.bench import sdk_conversation as bench
+
+    accelerator.uninstall()
+    if mode != "plain":
+        accelerator.install(guard=mode == "guarded")
+    session = open_session(kind, place)
+    try:
+        model = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}-process-warm_")
+        with bench.quiet_guard():
+            await bench.session_turn(session, "Quito", model)
+    finally:
+        await close_session(session)
+        accelerator.uninstall()
+
+
+def _rounds(kind: StoreKind, place: Place, mode: str, repeat: int) -> list[RoundResult]:
+    async def all_rounds() -> list[RoundResult]:
+        await _warm_up(kind, place, mode)
+        return [await _round(kind, place, mode, round_) for round_ in range(repeat)]
+
+    return asyncio.run(all_rounds())
+
+
+_CHILD = """
+import json, sys
+from histcore.cli.bench import sdk_stores
+kind, place, mode, repeat = json.loads(sys.argv[1])
+rounds = sdk_stores._rounds(
+    sdk_stores.KINDS[kind], sdk_stores.Place(**place), mode, repeat
+)
+print(json.dumps(rounds))
+"""
+
+
+class ChildFailed(Exception):
+    """A timing process ended with an error (its stderr is the message)."""
+
+
+def time_mode(
+    kind: StoreKind, place: Place, mode: str, repeat: int, run: Callable[..., Any] = subprocess.run
+) -> list[RoundResult]:
+    """``repeat`` rounds of ``mode`` on ``place``, in a new Python process."""
+    argument = json.dumps([kind.name, place.to_json(), mode, repeat])
+    done = run(
+        [sys.executable, "-c", _CHILD, argument],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ChildFailed(f"the {mode} turns on {kind.label} failed:\n{done.stderr}")
+    rounds = json.loads(done.stdout.strip().splitlines()[-1])
+    return [(float(a), float(b), float(c)) for a, b, c in rounds]

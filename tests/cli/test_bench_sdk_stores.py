@@ -1,0 +1,235 @@
+"""``histcore bench --openai-agents`` per store kind: each kind checked then timed (each
+mode in a process of its own), PostgreSQL kinds skipped with a reason when no server can
+be had, a mismatch an error, and one README row per store kind. Small sizes only."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="the SDK benchmark needs openai-agents")
+
+from histcore.cli import main
+from histcore.cli.bench import command, sdk_postgres, sdk_store_turns, sdk_stores
+from histcore.cli.bench.sdk_conversation import CorrectnessError, render, run_benchmark, to_json
+from histcore.cli.bench.sdk_stores import KINDS, Checked
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZE = 20
+
+
+def test_the_command_line_knows_every_store_kind() -> None:
+    assert command._STORE_KINDS == tuple(KINDS)
+
+
+def test_an_unknown_store_kind_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "--openai-agents", "--stores", "sqlite,mongo"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown store kind(s) 'mongo'" in err
+    assert "sqlalchemy-postgres" in err
+
+
+def test_store_options_need_openai_agents(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--stores", "sqlite", "--allow-debug"]) == 2
+    assert "--stores and --scratch-dsn go with --openai-agents" in capsys.readouterr().err
+
+
+def test_without_a_server_the_postgres_kinds_are_skipped_with_a_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sdk_postgres.shutil, "which", lambda name: None)
+    result = run_benchmark(
+        (SIZE,), 1, io.StringIO(), stores=("sqlalchemy-postgres", "histcore-postgres")
+    )
+    assert result.stores == []
+    assert set(result.skipped) == {"sqlalchemy-postgres", "histcore-postgres"}
+    for reason in result.skipped.values():
+        assert "initdb and pg_ctl not on PATH" in reason
+        assert "\n" not in reason
+    printed = render(result)
+    assert "skipped SQLAlchemySession, PostgreSQL (asyncpg): no PostgreSQL: initdb" in printed
+    assert to_json(result)["stores_skipped"] == result.skipped
+
+
+def test_a_store_kind_whose_turns_differ_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("aiosqlite")
+    real = sdk_store_turns.check_turn
+
+    def differing(kind: Any, place: Any, installed: bool) -> Checked:
+        checked = real(kind, place, installed)
+        if installed:
+            return Checked(checked.answer, [*checked.inputs, "extra"], checked.items)
+        return checked
+
+    monkeypatch.setattr(sdk_store_turns, "check_turn", differing)
+    with pytest.raises(CorrectnessError, match="AsyncSQLiteSession with install\\(\\): the model"):
+        run_benchmark((SIZE,), 1, io.StringIO(), stores=("async-sqlite",))
+
+
+def _scratch_dsn() -> str:
+    from tests.support.pg import require_pg, require_psycopg
+
+    require_psycopg()
+    return require_pg().dsn
+
+
+def _timed(
+    monkeypatch: pytest.MonkeyPatch, stores: tuple[str, ...], dsn: str | None = None
+) -> tuple[Any, list[str]]:
+    """The bench's result on ``stores``, and the processes it timed, as kind:mode."""
+    processes: list[str] = []
+    real = sdk_stores.time_mode
+
+    def counted(kind: Any, place: Any, mode: str, repeat: int) -> Any:
+        processes.append(f"{kind.name}:{mode}")
+        return real(kind, place, mode, repeat)
+
+    monkeypatch.setattr(sdk_stores, "time_mode", counted)
+    result = run_benchmark((SIZE,), 1, io.StringIO(), stores=stores, scratch_dsn=dsn)
+    assert result.skipped == {}
+    assert [turn.store for turn in result.stores] == list(stores)
+    for turn in result.stores:
+        assert turn.size == SIZE
+        assert turn.installed.median > 0
+        assert turn.plain is not None
+        assert turn.speedup == turn.plain.median / turn.installed.median
+    data = json.loads(json.dumps(to_json(result)))
+    assert [entry["store"] for entry in data["stores"]] == list(stores)
+    assert "per store kind" in render(result)
+    return result, processes
+
+
+def test_the_sqlite_store_kinds_are_checked_and_timed_in_processes_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for module in ("aiosqlite", "cryptography"):
+        pytest.importorskip(module)
+    _, processes = _timed(monkeypatch, ("async-sqlite", "encrypted-sqlite"))
+    assert processes == [
+        "async-sqlite:plain",
+        "async-sqlite:installed",
+        "encrypted-sqlite:plain",
+        "encrypted-sqlite:installed",
+    ]
+
+
+def test_the_postgres_store_kinds_are_checked_and_timed_in_processes_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for module in ("sqlalchemy", "asyncpg", "psycopg_pool"):
+        pytest.importorskip(module)
+    dsn = _scratch_dsn()
+    result, processes = _timed(monkeypatch, ("sqlalchemy-postgres", "histcore-postgres"), dsn)
+    # histcore's PostgresSession only installed, against the SDK's SQLAlchemySession on
+    # the same server (its check turn too: the same answer, model input and items).
+    assert processes == [
+        "sqlalchemy-postgres:plain",
+        "sqlalchemy-postgres:installed",
+        "histcore-postgres:installed",
+    ]
+    theirs, ours = result.stores
+    assert ours.plain_store == "sqlalchemy-postgres"
+    assert ours.plain is theirs.plain
+    assert to_json(result)["stores"][-1]["label"] == "histcore PostgresSession, PostgreSQL"
+    assert "(histcore PostgresSession, PostgreSQL: its plain SDK column is SQLAlchemySession" in (
+        render(result)
+    )
+    # Nothing is left in the scratch database.
+    import psycopg
+
+    with psycopg.connect(dsn) as connection:
+        left = connection.execute(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE %s",
+            (f"histcore_bench_{os.getpid()}_%",),
+        ).fetchone()
+    assert left == (0,)
+
+
+def test_a_throwaway_cluster_is_started_and_removed() -> None:
+    from shutil import which
+
+    if which("initdb") is None or which("pg_ctl") is None:
+        pytest.skip("initdb/pg_ctl not on PATH")
+    pytest.importorskip("psycopg")
+    import psycopg
+
+    with sdk_postgres.postgres_server(None, True) as server:
+        assert server.reason is None
+        assert server.dsn is not None
+        with psycopg.connect(server.dsn) as connection:
+            # UTF8, not initdb's SQL_ASCII without a locale (psycopg then reads bytes).
+            assert connection.execute("SHOW server_encoding").fetchone() == ("UTF8",)
+        schema = server.new_schema()
+        assert schema.startswith(f"histcore_bench_{os.getpid()}_")
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(server.dsn, connect_timeout=2)
+
+
+# --- the README's rows ------------------------------------------------------------
+
+
+def _timing(seconds: float) -> dict[str, float]:
+    return {"median_s": seconds, "min_s": seconds}
+
+
+def test_the_readme_table_has_a_row_per_store_kind() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import readme_tables
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    document = {
+        "format": "histcore-bench-openai-agents/8",
+        "turns": [{"size": 10_000, "plain": _timing(1.5), "installed": _timing(0.1)}],
+        "first_turns": [],
+        "stores": [
+            {
+                "store": "sqlite",
+                "label": "SQLiteSession",
+                "size": 10_000,
+                "plain_store": "sqlite",
+                "plain": _timing(1.5),
+                "installed": _timing(0.1),
+            },
+            {
+                "store": "sqlalchemy-postgres",
+                "label": "SQLAlchemySession, PostgreSQL (asyncpg)",
+                "size": 10_000,
+                "plain_store": "sqlalchemy-postgres",
+                "plain": _timing(1.0),
+                "installed": _timing(0.25),
+            },
+            {
+                "store": "histcore-postgres",
+                "label": "histcore PostgresSession, PostgreSQL",
+                "size": 10_000,
+                "plain_store": "sqlalchemy-postgres",
+                "plain": _timing(1.0),
+                "installed": _timing(0.2),
+            },
+        ],
+        "stores_skipped": {"async-sqlite": "needs aiosqlite: pip install 'histcore[test]'"},
+    }
+    results = readme_tables.Results(Path("sdk.json"), document, "histcore bench --openai-agents")
+    rows = [line for line in readme_tables.sdk_table(results) if line.startswith("| 10^4")]
+    assert [row.split(" | ")[:4] for row in rows] == [
+        ["| 10^4 items, SQLiteSession", "1.5 s", "100 ms", "15.0x"],
+        ["| 10^4 items, SQLAlchemySession, PostgreSQL (asyncpg)", "1 s", "250 ms", "4.0x"],
+        [
+            "| 10^4 items, histcore PostgresSession, PostgreSQL (against SQLAlchemySession)",
+            "1 s",
+            "200 ms",
+            "5.0x",
+        ],
+    ]
+    assert "Not timed in that run: async-sqlite: needs aiosqlite" in "\n".join(
+        readme_tables.sdk_table(results)
+    )
