@@ -121,7 +121,12 @@ def _install(config: pytest.Config, *, guard: bool) -> Any:
     if counting:
         from histcore.openai_agents import _patches
 
-        groups = [group.name for group in _patches.GROUPS if group.name not in installation.skipped]
+        # A group left out for a missing extra (``Group.needs``) replaced nothing.
+        groups = [
+            group.name
+            for group in _patches.GROUPS
+            if group.name not in installation.skipped and group.available()
+        ]
         os.makedirs(counting, exist_ok=True)
         path = os.path.join(counting, f"installation-{os.getpid()}.json")
         with open(path, "w", encoding="utf-8") as handle:
@@ -296,6 +301,8 @@ class _Trace:
         from histcore.openai_agents._watch import Watch
 
         for group in _patches.GROUPS:
+            if not group.available():
+                continue  # its extra is not installed: no test can reach it
             module = importlib.import_module(group.module)
             planned = []
             note = self.noting(group.name)
