@@ -252,6 +252,34 @@ mod _core {
         )
     }
 
+    /// ``repair_input(deduplicate_input_items_preferring_latest(drop_orphan_function_calls(
+    /// items, pruning_indexes, output_pruning_indexes=output_pruning_indexes)),
+    /// history=history)``, each item read once for the three.
+    ///
+    /// With ``without`` (a tuple of str): NotImplemented unless ``items`` is an exact list of
+    /// exact dicts none of which holds a key named in it, checked before anything else.
+    #[pyfunction]
+    #[pyo3(signature = (
+        items, pruning_indexes=None, *, output_pruning_indexes=None, history=None, without=None
+    ))]
+    fn prepared_model_input<'py>(
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        pruning_indexes: Option<&Bound<'py, PyAny>>,
+        output_pruning_indexes: Option<&Bound<'py, PyAny>>,
+        history: Option<&Bound<'py, PyAny>>,
+        without: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        py::model_input::prepared_model_input(
+            py,
+            items,
+            pruning_indexes,
+            output_pruning_indexes,
+            history,
+            without,
+        )
+    }
+
     /// Every way ``items`` breaks the model-input rules, as (position, kind, detail).
     ///
     /// Sorted by position, then rule. ``history`` (the stored history the input came

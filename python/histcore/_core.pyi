@@ -25,6 +25,7 @@ __all__ = [
     "input_problems",
     "long_integer_candidates",
     "plain_json_copy",
+    "prepared_model_input",
     "repair_input",
     "screened_dedupe_key",
     "screened_deduplicate",
@@ -67,6 +68,14 @@ def repair_input(
     history: Iterable[Any] | StoredHistory | None = None,
     dangling: str = "drop",
 ) -> list[Any]: ...
+def prepared_model_input(
+    items: Iterable[Any],
+    pruning_indexes: Iterable[int] | None = None,
+    *,
+    output_pruning_indexes: Iterable[int] | None = None,
+    history: Iterable[Any] | StoredHistory | None = None,
+    without: tuple[str, ...] | None = None,
+) -> Any: ...
 def sorted_json_text(value: Any, skip: tuple[str, ...] | None = None) -> str | None: ...
 def decode_rows(
     rows: Any,

@@ -1,7 +1,7 @@
 //! Numbering byte strings by first occurrence, and a cheap hasher for well-spread keys. The
 //! numbering pass prefetches the slots it will probe: at 10^5 items the table leaves cache.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -17,15 +17,18 @@ pub struct Strings {
 
 const RETAIN_LIMIT: usize = 64 << 20;
 
+/// How many `Strings` a thread keeps for reuse: `prepared_model_input` holds three at once.
+const SPARES: usize = 3;
+
 thread_local! {
-    /// Buffers of the last `Strings` on this thread: reuse spares the page faults of fresh
-    /// multi-megabyte allocations, which cost as much as the work.
-    static SPARE: Cell<Option<Strings>> = const { Cell::new(None) };
+    /// Buffers of the last `Strings` recycled on this thread: reuse spares the page faults
+    /// of fresh multi-megabyte allocations, which cost as much as the work.
+    static SPARE: RefCell<Vec<Strings>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Strings {
     pub fn reuse() -> Self {
-        match SPARE.with(Cell::take) {
+        match SPARE.with(|spare| spare.borrow_mut().pop()) {
             Some(mut strings) => {
                 strings.arena.clear();
                 strings.ends.clear();
@@ -36,14 +39,23 @@ impl Strings {
         }
     }
 
+    /// Keep the buffers for the next [`Strings::reuse`] on this thread, while the kept ones
+    /// hold at most `RETAIN_LIMIT` bytes together.
     pub fn recycle(self) {
-        let footprint = self.arena.capacity()
+        SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            let kept: usize = spare.iter().map(Strings::footprint).sum();
+            if spare.len() < SPARES && kept + self.footprint() <= RETAIN_LIMIT {
+                spare.push(self);
+            }
+        });
+    }
+
+    fn footprint(&self) -> usize {
+        self.arena.capacity()
             + self.ends.capacity() * size_of::<usize>()
             + self.slots.capacity() * size_of::<u64>()
-            + self.ids.capacity() * size_of::<u32>();
-        if footprint <= RETAIN_LIMIT {
-            SPARE.with(|spare| spare.set(Some(self)));
-        }
+            + self.ids.capacity() * size_of::<u32>()
     }
 
     pub fn len(&self) -> usize {

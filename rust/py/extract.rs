@@ -281,12 +281,12 @@ pub struct ScreenedItem<'py> {
 }
 
 /// The screen of `type` and `id`: each an exact str, or missing.
-fn exact_str_or_missing(value: Option<&Bound<'_, PyAny>>) -> bool {
+pub fn exact_str_or_missing(value: Option<&Bound<'_, PyAny>>) -> bool {
     value.is_none_or(|value| value.is_exact_instance_of::<PyString>())
 }
 
 /// The screen of the other id fields: no str subclass.
-fn no_str_subclass(value: Option<&Bound<'_, PyAny>>) -> bool {
+pub fn no_str_subclass(value: Option<&Bound<'_, PyAny>>) -> bool {
     value.is_none_or(|value| value.is_exact_instance_of::<PyString>() || !is_str(value))
 }
 

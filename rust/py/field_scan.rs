@@ -59,6 +59,7 @@ impl<'py> Names<'py> {
 }
 
 /// The values of the names in one dict (null: missing), borrowed from it.
+#[derive(Clone, Copy)]
 pub struct Walk {
     values: [*mut ffi::PyObject; 7],
 }

@@ -218,20 +218,34 @@ impl<'py> FactReader<'py> {
 
 /// `repair_input`: the positions of the items kept, in order.
 pub fn kept(items: &ListArg<'_>, history: Option<&HistoryArg<'_>>) -> PyResult<Vec<usize>> {
-    let py = items.items.py();
-    let mut reader = FactReader::new(py)?;
+    let mut reader = FactReader::new(items.items.py())?;
     // The twin reads the history, then the items, then compares statuses.
     let stored = history.map(|history| reader.stored(history)).transpose()?;
-    let mut facts = reader.read(items)?;
-    reader.resolve(&mut facts)?;
+    let facts = reader.read(items)?;
     let size = items.len() + history.map_or(0, HistoryArg::len);
-    let mut strings = reader.strings;
-    let kept = maybe_detach(py, size, || {
-        let required = number_all(&mut facts, stored, &mut strings);
-        input_rules::repair(&facts, &required, strings.len())
-    });
-    strings.recycle();
-    Ok(kept)
+    reader.repaired(facts, stored, size)
+}
+
+impl FactReader<'_> {
+    /// The positions `repair_input` keeps of the items whose `facts` were read, with rules
+    /// (e) and (f) from `stored` (read by this reader); `size` counts the items and the
+    /// history, to decide whether the rules run without the GIL.
+    pub fn repaired(
+        mut self,
+        mut facts: Vec<Facts>,
+        stored: Option<Stored>,
+        size: usize,
+    ) -> PyResult<Vec<usize>> {
+        let py = self.reader.py();
+        self.resolve(&mut facts)?;
+        let mut strings = self.strings;
+        let kept = maybe_detach(py, size, || {
+            let required = number_all(&mut facts, stored, &mut strings);
+            input_rules::repair(&facts, &required, strings.len())
+        });
+        strings.recycle();
+        Ok(kept)
+    }
 }
 
 /// Number the strings of the items' and the history's facts; what the history requires.
@@ -258,7 +272,7 @@ impl<'py> HistoryArg<'py> {
         }
     }
 
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         match self {
             HistoryArg::List(list) => list.len(),
             HistoryArg::Kept(kept) => kept.kept.len(),
@@ -444,9 +458,31 @@ impl<'py> FactReader<'py> {
         input_rules::read(&mut fields, &mut self.strings, &mut self.key).map(Some)
     }
 
+    /// Read the stored item `item` into `stored`, from its `walk`, as [`read_stored`] reads
+    /// an exact dict.
+    ///
+    /// # Safety
+    /// `walk` is a walk of `item` (see [`Walk::of`]), and no Python code ran since.
+    pub unsafe fn read_stored_walked(
+        &mut self,
+        stored: &mut Stored,
+        item: &Bound<'py, PyAny>,
+        walk: Walk,
+    ) -> PyResult<()> {
+        let payload = DictPayload::of_exact(item.clone());
+        let mut fields = payload.as_ref().map(|payload| Fields {
+            payload,
+            names: &self.names,
+            walk: Some(walk),
+            exact: false,
+            status: None,
+        });
+        stored.read(fields.as_mut(), &mut self.strings, &mut self.key)
+    }
+
     /// What rules (e) and (f) need of a stored history: read from a list, or copied from a
     /// [`StoredHistory`] that read it before.
-    fn stored(&mut self, history: &HistoryArg<'py>) -> PyResult<Stored> {
+    pub fn stored(&mut self, history: &HistoryArg<'py>) -> PyResult<Stored> {
         match history {
             HistoryArg::List(list) => {
                 let mut stored = Stored::default();

@@ -12,6 +12,7 @@ pub mod field_scan;
 pub mod gil;
 pub mod input_rules;
 pub mod key_entry;
+pub mod model_input;
 pub mod orphans;
 pub mod rows;
 pub mod screened_key;

@@ -7,6 +7,7 @@ use pyo3::types::{PyDict, PyList, PySet, PyString};
 
 use super::args::{index_mask, Items};
 use super::extract::{is_str, DictPayload, FieldValue, Reader};
+use super::field_scan::{Name, Walk};
 use super::gil::maybe_detach;
 use super::text::{str_bytes, StrBytes};
 use crate::core::keys::{CallFamily, ItemType};
@@ -84,7 +85,8 @@ pub fn kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Vec<usize>> {
     Ok(decide(items.py(), facts, ids, pruning))
 }
 
-fn decide(
+/// The positions kept, given every item's facts and the strings they were read into.
+pub fn decide(
     py: Python<'_>,
     mut facts: Vec<Option<ItemFacts>>,
     mut ids: Strings,
@@ -112,6 +114,40 @@ fn read_facts(items: &Items<'_>, ids: &mut Strings) -> PyResult<Vec<Option<ItemF
         });
     }
     Ok(facts)
+}
+
+/// The facts of the exact dict that `walk` read, as [`orphan_facts`] reads them; None when
+/// it has a `caller` (reading a caller dict may run Python code).
+pub fn walked_facts(py: Python<'_>, walk: &Walk, ids: &mut Strings) -> PyResult<Option<ItemFacts>> {
+    if walk.get(py, Name::Caller).is_some() {
+        return Ok(None);
+    }
+    let kind = match walk.get(py, Name::Type) {
+        Some(kind) if is_str(&kind) => TypeFact::Str(ItemType::of(str_bytes(&kind)?.as_bytes())),
+        _ => TypeFact::NeverEqual,
+    };
+    let call_id = match walk.get(py, Name::CallId) {
+        Some(call_id) if is_str(&call_id) => Some(ids.push(str_bytes(&call_id)?.as_bytes())),
+        _ => None,
+    };
+    let status = if kind == TypeFact::Str(ItemType::Call(CallFamily::Shell)) {
+        match walk.get(py, Name::Status) {
+            None => StatusFact::Pending,
+            Some(status) if is_str(&status) && str_bytes(&status)?.as_bytes() == b"in_progress" => {
+                StatusFact::Pending
+            }
+            Some(_) => StatusFact::NotPending,
+        }
+    } else {
+        StatusFact::NotPending
+    };
+    Ok(Some(ItemFacts {
+        kind,
+        call_id,
+        program_owner: None,
+        caller_type_opaque: false,
+        status,
+    }))
 }
 
 /// Reads one dict payload's facts in the twin's order; a non-str equals no type or status.

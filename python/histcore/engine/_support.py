@@ -1,5 +1,6 @@
-"""What the loaded engine offers the SDK drop-in and the session codec, not item passes:
-screened SDK helpers, text and copy helpers, name watches, and the row decoder.
+"""What the loaded engine offers the SDK drop-in, the session codec and the session-input
+preparation, not item passes: screened SDK helpers, text and copy helpers, name watches,
+the row decoder, and the fused passes of a session turn's model input.
 
 The names are those of ``histcore.engine.names.SUPPORT_NAMES`` (but its
 ``INTERNAL_NAMES``), bound one by one so that type checkers see each;
@@ -12,6 +13,7 @@ from histcore.engine.backend import backend_module
 from histcore.engine.names import INTERNAL_NAMES, SUPPORT_NAMES
 
 decode_rows = backend_module.decode_rows
+prepared_model_input = backend_module.prepared_model_input
 sorted_json_text = backend_module.sorted_json_text
 screened_dedupe_key = backend_module.screened_dedupe_key
 screened_deduplicate = backend_module.screened_deduplicate

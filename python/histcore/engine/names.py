@@ -33,8 +33,8 @@ ITEM_NAMES: tuple[str, ...] = (
     "repair_input",
 )
 
-#: What serves only the SDK drop-in and the session codec: ``histcore.engine._support``
-#: binds them.
+#: What serves only the SDK drop-in, the session codec and the session-input preparation:
+#: ``histcore.engine._support`` binds them.
 SUPPORT_NAMES: tuple[str, ...] = (
     "DictText",
     "NameWatch",
@@ -42,6 +42,7 @@ SUPPORT_NAMES: tuple[str, ...] = (
     "decode_rows",
     "dict_sorted_json_texts",
     "long_integer_candidates",
+    "prepared_model_input",
     "screened_dedupe_key",
     "screened_deduplicate",
     "screened_deduplicate_checked",

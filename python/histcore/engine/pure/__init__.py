@@ -70,6 +70,9 @@ from histcore.engine.pure.keys import (
 from histcore.engine.pure.keys import (
     dedupe_keys as dedupe_keys,
 )
+from histcore.engine.pure.model_input import (
+    prepared_model_input as prepared_model_input,
+)
 from histcore.engine.pure.orphans import (
     drop_orphan_function_calls as drop_orphan_function_calls,
 )
