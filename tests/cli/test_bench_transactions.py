@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from histcore.cli.bench.transactions import (
     render_transactions,
     run_transactions,
 )
+from histcore.cli.main import main
 from tests.support.pg import pg_execute, require_pg, require_psycopg
 
 
@@ -56,3 +58,39 @@ def test_postgres_is_timed_and_its_tables_dropped(tmp_path: Path) -> None:
 def test_a_size_smaller_than_the_replaced_part_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least"):
         run_transactions([REPLACED - 1], 1, str(tmp_path), None, io.StringIO())
+
+
+def test_the_command_prints_the_table_and_writes_the_samples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_psycopg()
+    server = require_pg()
+    out = tmp_path / "transactions.json"
+    argv = ["bench", "--transactions", "--sizes", "100", "--repeat", "1", "--allow-debug"]
+    assert main([*argv, "--scratch-dsn", server.dsn, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("History transactions:")
+    assert [row.split("|")[1].strip() for row in printed.splitlines() if row.startswith("| ")][
+        1:
+    ] == ["memory", "SQLite", "PostgreSQL"]
+    samples = json.loads(out.read_text(encoding="utf-8"))["transactions"]
+    assert [(sample["store"], sample["size"]) for sample in samples] == [
+        ("memory", 100),
+        ("SQLite", 100),
+        ("PostgreSQL", 100),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--openai-agents"], "separate runs"),
+        (["--stores", "sqlite"], "--stores goes with --openai-agents"),
+        (["--sizes", "20"], "at least 40 items"),
+    ],
+)
+def test_the_command_refuses_what_does_not_go_with_it(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "--transactions", "--allow-debug", *extra]) == 2
+    assert message in capsys.readouterr().err

@@ -71,6 +71,7 @@ examples:
   histcore bench
   histcore bench --openai-agents --sizes 1000,10000
   histcore bench --openai-agents --stores sqlite,sqlalchemy-postgres --scratch-dsn DSN
+  histcore bench --transactions --sizes 1000,10000
   histcore bench --huge --json bench.json --plot bench.svg
   histcore bench --store sessions.db --plot sessions.svg
   histcore bench --sizes 1e4 --functions dedupe_keys,content_keys --backend rust"""
@@ -232,6 +233,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(sizes default to 10,000 and 100,000 items)",
     )
     parser.add_argument(
+        "--transactions",
+        action="store_true",
+        help="instead of the engine suite, time a compaction's replace_suffix against "
+        "clear + add, and the transcript read, on histcore's memory, SQLite and "
+        "PostgreSQL (--scratch-dsn, or a throwaway cluster) sessions (sizes default to "
+        "1,000 to 100,000 items)",
+    )
+    parser.add_argument(
         "--stores",
         type=_stores,
         default=None,
@@ -300,6 +309,52 @@ class _StderrProgress:
         self._stream.flush()
 
 
+def _run_openai_agents(
+    args: argparse.Namespace,
+    sizes: tuple[int, ...],
+    given: tuple[int, ...] | None,
+    json_path: str | None,
+    plot_path: str | None,
+) -> int:
+    try:
+        from histcore.cli.bench import sdk_conversation
+    except ImportError as exc:
+        if str(exc.name).split(".")[0] not in ("agents", "openai"):
+            raise
+        return _fail(
+            "--openai-agents needs the OpenAI Agents SDK, which is not installed: "
+            "pip install 'histcore[openai-agents]'"
+        )
+
+    sdk_sizes = sizes if given is not None else sdk_conversation.DEFAULT_SIZES
+    return sdk_conversation.run_cli(
+        sizes=sdk_sizes,
+        repeat=min(args.repeat, 3),
+        json_path=json_path,
+        plot_path=plot_path,
+        stores=args.stores or _STORE_KINDS,
+        scratch_dsn=args.scratch_dsn,
+    )
+
+
+def _run_transactions(
+    args: argparse.Namespace, given: tuple[int, ...] | None, json_path: str | None
+) -> int:
+    if args.stores is not None:
+        return _fail("--stores goes with --openai-agents")
+    from histcore.cli.bench import transactions
+
+    try:
+        return transactions.run_cli(
+            sizes=given or transactions.DEFAULT_SIZES,
+            repeat=min(args.repeat, 5),
+            scratch_dsn=args.scratch_dsn,
+            json_path=json_path,
+        )
+    except ValueError as exc:
+        return _fail(str(exc))
+
+
 def run(args: argparse.Namespace) -> int:
     from histcore.cli.bench.store import run_store, store_requested
 
@@ -337,28 +392,14 @@ def run(args: argparse.Namespace) -> int:
                 "to run anyway with the output labelled as debug."
             )
 
+    if args.openai_agents and args.transactions:
+        return _fail("--openai-agents and --transactions are separate runs")
     if args.openai_agents:
-        try:
-            from histcore.cli.bench import sdk_conversation
-        except ImportError as exc:
-            if str(exc.name).split(".")[0] not in ("agents", "openai"):
-                raise
-            return _fail(
-                "--openai-agents needs the OpenAI Agents SDK, which is not installed: "
-                "pip install 'histcore[openai-agents]'"
-            )
-
-        sdk_sizes = sizes if given is not None else sdk_conversation.DEFAULT_SIZES
-        return sdk_conversation.run_cli(
-            sizes=sdk_sizes,
-            repeat=min(args.repeat, 3),
-            json_path=json_path,
-            plot_path=plot_path,
-            stores=args.stores or _STORE_KINDS,
-            scratch_dsn=args.scratch_dsn,
-        )
+        return _run_openai_agents(args, sizes, given, json_path, plot_path)
+    if args.transactions:
+        return _run_transactions(args, given, json_path)
     if args.stores is not None or args.scratch_dsn is not None:
-        return _fail("--stores and --scratch-dsn go with --openai-agents")
+        return _fail("--stores and --scratch-dsn go with --openai-agents or --transactions")
 
     settings = Settings(
         sizes=sizes,

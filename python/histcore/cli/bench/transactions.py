@@ -29,7 +29,15 @@ from histcore.cli.bench.units import format_seconds, size_label
 from histcore.sessions import MemorySession, SQLiteSession
 from histcore.testing_histories import generate_history
 
-__all__ = ["REPLACED", "SUMMARY", "StoreTiming", "render_transactions", "run_transactions"]
+__all__ = [
+    "DEFAULT_SIZES",
+    "REPLACED",
+    "SUMMARY",
+    "StoreTiming",
+    "render_transactions",
+    "run_cli",
+    "run_transactions",
+]
 
 #: items a timed compaction replaces at the end of the history, and how many it writes
 REPLACED = 40
@@ -224,3 +232,33 @@ def render_transactions(results: Sequence[StoreTiming]) -> str:
         "replace_suffix (atomic, checked against the revision)."
     )
     return "\n".join(lines) + "\n"
+
+
+def run_cli(
+    sizes: Sequence[int], repeat: int, scratch_dsn: str | None, json_path: str | None
+) -> int:
+    """``histcore bench --transactions``: time, print the table; the exit status."""
+    import json
+    import sys
+    import tempfile
+
+    from histcore.cli.bench.sdk_postgres import postgres_server
+
+    with tempfile.TemporaryDirectory(prefix="histcore-bench-") as directory:
+        with postgres_server(scratch_dsn, wanted=True) as server:
+            if server.dsn is None:
+                print(f"histcore bench: PostgreSQL not timed: {server.reason}", file=sys.stderr)
+            results = run_transactions(sizes, repeat, directory, server.dsn, sys.stderr)
+    print(render_transactions(results), end="")
+    if json_path is not None:
+        try:
+            with open(json_path, "w", encoding="utf-8") as out:
+                json.dump({"transactions": [timing.to_json() for timing in results]}, out, indent=2)
+                out.write("\n")
+        except OSError as exc:
+            print(
+                f"histcore bench: error: could not write --json {json_path!r}: {exc}",
+                file=sys.stderr,
+            )
+            return 1
+    return 0
