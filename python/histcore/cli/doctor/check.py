@@ -31,6 +31,7 @@ from histcore.cli.doctor.read import (
 )
 from histcore.cli.doctor.repair import Repair, plan_repair, repaired_rows
 from histcore.cli.doctor.restore import restore_command
+from histcore.cli.doctor.side import SideFacts
 from histcore.cli.doctor.sqlite import SQLiteStore
 
 __all__ = [
@@ -76,6 +77,8 @@ class SessionReport:
     #: SDK does not read them; reported, never changed (a writer may be between its
     #: two inserts)
     without_structure: list[int] = field(default_factory=list)
+    #: its revision, op ids and archive (``side.py``); with --fix, as it reads after
+    side: SideFacts = field(default_factory=SideFacts)
 
     @property
     def without_structure_left(self) -> list[int]:
@@ -106,11 +109,14 @@ class StoreReport:
     notes: list[str] = field(default_factory=list)
     #: the command that puts back what the fix changed (SQLite: ``--restore``)
     restore: str | None = None
+    #: what becomes of a call whose output is missing (``--dangling``)
+    dangling: str = "drop"
 
     @property
     def exit_code(self) -> int:
         left = any(
-            any(entry.left.values()) or entry.without_structure_left for entry in self.sessions
+            any(entry.left.values()) or entry.without_structure_left or entry.side.problems
+            for entry in self.sessions
         )
         return EXIT_PROBLEMS if left or self.rows_without_session else EXIT_CLEAN
 
@@ -122,7 +128,9 @@ class _Planned:
     #: only (every session is planned before the first is repaired)
     expected: StoredForm
     repair: Repair
+    #: the rows it keeps as they read after the repair; the appended rows' digests
     predicted: StoredForm
+    appended: tuple[bytes, ...]
 
 
 def open_store(
@@ -203,9 +211,12 @@ def check_store(
     tables: Tables | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
+    dangling: str = "drop",
 ) -> StoreReport:
     """Check (and with ``fix`` repair) the sessions of the store at ``path`` or ``dsn``;
     with ``dry_run``, plan every repair and apply none (nothing is written).
+    ``dangling``: what the repair does with a call whose output is missing
+    (``repair_input``'s option: ``"drop"`` its unit, or ``"synthesize"`` an output).
 
     Raises DoctorError when the store cannot be read or ``session`` is not in it, and
     StoreLocked when another process holds it longer than ``busy_timeout`` seconds.
@@ -218,17 +229,30 @@ def check_store(
         fix=writable,
         dry_run=dry_run,
         drop_invalid_rows=drop_invalid_rows,
+        dangling=dangling,
     )
     notice = getattr(store, "notice", None)
     if notice:
         report.notes.append(notice)
     try:
+        _refuse_synthesize(store, dangling)
         _check(store, report, session, progress)
     finally:
         store.close()
     if report.backup is not None and path is not None and dsn is None:
         report.restore = restore_command(report.backup, path, tables or Tables())
     return report
+
+
+def _refuse_synthesize(store: Store, dangling: str) -> None:
+    linked = getattr(store, "linked_tables", [])
+    if dangling == "synthesize" and linked:
+        raise DoctorError(
+            f"{store.name}: --dangling synthesize cannot repair a store with "
+            f"{' and '.join(linked)} (the SDK's AdvancedSQLiteSession): a synthesized "
+            "output would need a turn and branch place the doctor cannot give it; "
+            "use --dangling drop"
+        )
 
 
 def _check(
@@ -253,6 +277,9 @@ def _check(
         if progress is not None:
             progress.repairing(len(planned))
         _apply(store, report, planned)
+        for plan in planned:
+            if plan.entry.fix == "fixed":
+                plan.entry.side = store.side_facts(plan.entry.session_id)
     if progress is not None:
         progress.finished()
 
@@ -263,13 +290,14 @@ def _check_session(store: Store, session_id: str, report: StoreReport) -> _Plann
     analysis = analyse(rows)
     entry = SessionReport(session_id, len(rows), analysis.findings)
     entry.without_structure = store.rows_without_structure(session_id)
+    entry.side = store.side_facts(session_id)
     report.sessions.append(entry)
     if not (report.fix or report.dry_run):
         return None
-    repair = plan_repair(analysis, report.drop_invalid_rows)
+    repair = plan_repair(analysis, report.drop_invalid_rows, report.dangling)
     # The analysis is as large as the session: not kept while the repair's is made.
     del analysis
-    return _plan(entry, rows, repair, report.drop_invalid_rows)
+    return _plan(entry, rows, repair, report)
 
 
 def _selected(store: Store, session: str | None) -> list[str]:
@@ -282,9 +310,10 @@ def _selected(store: Store, session: str | None) -> list[str]:
 
 
 def _plan(
-    entry: SessionReport, rows: list[RowFacts], repair: Repair, drop_invalid: bool
+    entry: SessionReport, rows: list[RowFacts], repair: Repair, report: StoreReport
 ) -> _Planned | None:
     """Decide what --fix does with one session; the repair to apply, if any."""
+    drop_invalid = report.drop_invalid_rows
     findings = entry.findings
     if findings.set_aside and not drop_invalid:
         entry.reason = (
@@ -298,11 +327,13 @@ def _plan(
         return None
     predicted = repaired_rows(rows, repair)
     after = analyse(predicted)
-    if plan_repair(after, drop_invalid).changes:
+    if plan_repair(after, drop_invalid, report.dangling).changes:
         entry.fix, entry.reason = "skipped", "its repair would not settle; left untouched"
         return None
     entry.fix, entry.repair, entry.after = "fixed", repair, after.findings
-    return _Planned(entry, StoredForm(rows), repair, StoredForm(predicted))
+    kept = len(predicted) - len(repair.appended)
+    appended = tuple(row.digest for row in predicted[kept:])
+    return _Planned(entry, StoredForm(rows), repair, StoredForm(predicted[:kept]), appended)
 
 
 def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> None:
@@ -329,7 +360,14 @@ def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> No
 def _repair(store: Store, plan: _Planned) -> None:
     entry = plan.entry
     repair = plan.repair
-    changes = RowChanges(plan.expected, repair.updates, repair.deletions, plan.predicted)
+    changes = RowChanges(
+        plan.expected,
+        repair.updates,
+        repair.deletions,
+        plan.predicted,
+        repair.appended,
+        plan.appended,
+    )
     if not store.repair(entry.session_id, changes):
         entry.fix, entry.repair, entry.after = "skipped", None, None
         entry.reason = (

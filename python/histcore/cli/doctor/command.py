@@ -28,6 +28,7 @@ from histcore.cli.doctor.read import (
     StoreLocked,
     Tables,
 )
+from histcore.cli.doctor.repair import DANGLING
 from histcore.cli.doctor.report import render_json, render_text
 from histcore.cli.doctor.restore import render_json as restore_json
 from histcore.cli.doctor.restore import render_text as restore_text
@@ -47,7 +48,9 @@ Checks the sessions of a store of the tables histcore and the OpenAI Agents SDK 
 (a SQLite file, or PostgreSQL with --dsn) for history the model API rejects: rows that
 are not items, tool calls and outputs duplicated or without their pair, reasoning
 items apart from the item they produced. --restore BACKUP PATH puts back the sessions
-a backup holds.
+a backup holds. --dangling synthesize: --fix keeps a call whose output is missing, with
+an output marked as lost (for calls that acted: sent, paid, wrote), instead of
+dropping its unit (drop, the default: for calls that only read).
 
 In full (the rules, --fix, --restore, live and read-only stores): doctor.md in histcore's docs.
 
@@ -82,6 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --fix: also delete rows that are not valid JSON or not items "
         "(the backup keeps them)",
+    )
+    parser.add_argument(
+        "--dangling",
+        choices=DANGLING,
+        default=None,
+        help="with --fix: drop the unit of a call whose output is missing (default), or "
+        "synthesize an output marked as lost",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     parser.add_argument(
@@ -129,6 +139,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return _restore(args, tables, stdout)
         if args.drop_invalid_rows and not (args.fix or args.dry_run):
             raise DoctorError("--drop-invalid-rows needs --fix (or --dry-run)")
+        if args.dangling is not None and not (args.fix or args.dry_run):
+            raise DoctorError("--dangling needs --fix (or --dry-run)")
         report = check_store(
             args.path,
             session=args.session,
@@ -139,6 +151,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             tables=tables,
             dry_run=args.dry_run,
             progress=None if args.quiet else Progress(stderr),
+            dangling=args.dangling or "drop",
         )
     except DoctorError as exc:
         return _failed(args, where, exc, stdout, stderr)
@@ -159,6 +172,7 @@ def _restore(args: argparse.Namespace, tables: Tables, stdout: TextIO) -> int:
             ("--fix", args.fix),
             ("--dry-run", args.dry_run),
             ("--drop-invalid-rows", args.drop_invalid_rows),
+            ("--dangling", args.dangling is not None),
         )
         if present
     ]

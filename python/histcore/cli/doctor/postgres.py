@@ -23,18 +23,22 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from histcore.cli.doctor.postgres_side import bump_postgres, postgres_side_facts
 from histcore.cli.doctor.read import (
     DoctorError,
     Row,
     RowChanges,
     RowFacts,
+    Source,
     StoreLocked,
+    Synthesized,
     Tables,
     backup_stamp,
     decode_text,
     stored_pairs,
     text_facts,
 )
+from histcore.cli.doctor.side import SideFacts
 
 __all__ = ["CONNECT_TIMEOUT", "PostgresStore"]
 
@@ -266,17 +270,27 @@ class PostgresStore:
             )
             if not changes.expected.matches(self._stored(session_id)):
                 return False
-            copied = (
-                "message_data = src.message_data"
-                if self._sdk_layout
-                else "message_text = src.message_text, message_data = src.message_data"
-            )
-            for row_id, source_id in changes.updates:
+            # Appended rows first, while their sources still hold the data planned on.
+            for source in changes.appended:
+                self._append(session_id, source)
+            copies = [(row, source) for row, source in changes.updates if isinstance(source, int)]
+            if copies:
+                # One statement: every source is read as it was before any row changed.
+                copied = ", ".join(f"{column} = src.{column}" for column in self._stored_columns)
                 self._execute(
-                    f"UPDATE {messages} AS dst SET {copied} FROM {messages} AS src "
-                    "WHERE dst.id = %s AND dst.session_id = %s AND src.id = %s",
-                    (row_id, session_id, source_id),
+                    f"UPDATE {messages} AS dst SET {copied} "
+                    "FROM unnest(%s::bigint[], %s::bigint[]) AS map(dst_id, src_id) "
+                    f"JOIN {messages} AS src ON src.id = map.src_id "
+                    "WHERE dst.id = map.dst_id AND dst.session_id = %s",
+                    ([row for row, _ in copies], [source for _, source in copies], session_id),
                 )
+            for row_id, source in changes.updates:
+                if isinstance(source, Synthesized):
+                    self._execute(
+                        f"UPDATE {messages} SET {self._text_assignment} "
+                        "WHERE id = %s AND session_id = %s",
+                        (*self._text_values(source.text), row_id, session_id),
+                    )
             self._execute(
                 f"DELETE FROM {messages} WHERE session_id = %s AND id = ANY(%s)",
                 (session_id, list(changes.deletions)),
@@ -286,8 +300,59 @@ class PostgresStore:
                     f"UPDATE {sessions} SET generation = txid_current() WHERE session_id = %s",
                     (session_id,),
                 )
+            bump_postgres(self._execute, sessions, messages, session_id, self._sdk_layout)
             changes.check_read_back(self.name, session_id, self._stored(session_id))
         return True
+
+    @property
+    def _stored_columns(self) -> tuple[str, ...]:
+        """The columns holding a row's stored item."""
+        return ("message_data",) if self._sdk_layout else ("message_text", "message_data")
+
+    @property
+    def _text_assignment(self) -> str:
+        if self._sdk_layout:
+            return "message_data = %s"
+        return "message_text = %s, message_data = CASE WHEN %s THEN %s::jsonb END"
+
+    def _text_values(self, text: str) -> tuple[Any, ...]:
+        # histcore's layout keeps a jsonb copy where jsonb accepts the text, as its
+        # session writes it (``fits_jsonb``; imported here, as psycopg is).
+        from histcore.sessions._postgres_statements import fits_jsonb
+
+        return (text,) if self._sdk_layout else (text, fits_jsonb(text), text)
+
+    def _append(self, session_id: str, source: Source) -> None:
+        """One row after every row of the session: a new id, and in the SDK's layout a
+        ``created_at`` no earlier than the session's newest (as its appends give)."""
+        messages = self._tables.messages
+        columns = ["session_id", *self._stored_columns]
+        params: list[Any]
+        if isinstance(source, int):
+            values, params = ["%s", *self._stored_columns], [session_id]
+        elif self._sdk_layout:
+            values, params = ["%s", "%s"], [session_id, *self._text_values(source.text)]
+        else:
+            values = ["%s", "%s", "CASE WHEN %s THEN %s::jsonb END"]
+            params = [session_id, *self._text_values(source.text)]
+        if self._ordered_by != "id":
+            columns.append("created_at")
+            values.append(
+                f"greatest(LOCALTIMESTAMP, (SELECT max(created_at) FROM {messages} "
+                "WHERE session_id = %s))"
+            )
+            params.append(session_id)
+        insert = f"INSERT INTO {messages} ({', '.join(columns)}) SELECT {', '.join(values)}"
+        if isinstance(source, int):
+            insert += f" FROM {messages} WHERE id = %s AND session_id = %s"
+            params += [source, session_id]
+        self._execute(insert, params)
+
+    def side_facts(self, session_id: str) -> SideFacts:
+        with self._errors():
+            return postgres_side_facts(
+                self._execute, self._tables.sessions, self._tables.messages, session_id
+            )
 
     def close(self) -> None:
         self._conn.close()

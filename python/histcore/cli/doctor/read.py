@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from itertools import zip_longest
+from itertools import islice, zip_longest
 from typing import Any, Protocol
 
 from histcore.cli.doctor.facts import stand_in
@@ -39,9 +39,11 @@ __all__ = [
     "Row",
     "RowChanges",
     "RowFacts",
+    "Source",
     "Store",
     "StoreLocked",
     "StoredForm",
+    "Synthesized",
     "Tables",
     "backup_stamp",
     "data_digest",
@@ -153,22 +155,54 @@ class StoredForm:
 
 
 @dataclass(frozen=True)
+class Synthesized:
+    """An output a repair stores for a call whose output is missing (``--dangling
+    synthesize``)."""
+
+    call_id: str
+    #: the JSON text stored (the engine's output item, as the SDK's sessions write one)
+    text: str
+
+
+#: Where a repaired row's data comes from: another row of the session (its id), or a
+#: synthesized output.
+Source = int | Synthesized
+
+
+@dataclass(frozen=True)
 class RowChanges:
     """One session's repair as a store applies it: while the session still holds
-    ``expected``, give each ``(row id, source row id)`` of ``updates`` its source's
-    stored data and delete ``deletions``; the session then reads as ``predicted``."""
+    ``expected``, give each ``(row id, source)`` of ``updates`` its source's stored data
+    (sources are read before anything changes), append ``appended`` (new ids, in order,
+    sorting after every row) and delete ``deletions``; the session then reads as
+    ``predicted`` followed by the appended rows."""
 
     expected: StoredForm
-    updates: Sequence[tuple[int, int]]
+    updates: Sequence[tuple[int, Source]]
     deletions: Sequence[int]
     predicted: StoredForm
+    appended: Sequence[Source] = ()
+    #: digests of the appended rows' data, in order
+    appended_digests: Sequence[bytes] = ()
 
     def check_read_back(
         self, store: str, session_id: str, stored: Iterable[tuple[int, bytes]]
     ) -> None:
         """After the writes, inside their transaction: a DoctorError (which rolls it
-        back) unless the session, read as ``stored``, is what this repair predicted."""
-        if not self.predicted.matches(stored):
+        back) unless the session, read as ``stored``, is what this repair predicted: the
+        rows it keeps, then the appended ones under new ids above every id it held."""
+        found = iter(stored)
+        same = self.predicted.matches(islice(found, len(self.predicted)))
+        tail = list(found)
+        floor = max((row_id for row_id, _ in self.expected), default=0)
+        ids = [row_id for row_id, _ in tail]
+        same = (
+            same
+            and [digest for _, digest in tail] == list(self.appended_digests)
+            and all(row_id > floor for row_id in ids)
+            and ids == sorted(set(ids))
+        )
+        if not same:
             raise DoctorError(
                 f"{store}: session {session_id!r} did not read back as its repair "
                 "planned; nothing of this transaction was changed"
@@ -298,6 +332,10 @@ class Store(Protocol):
         """Inside ``transaction()``: apply ``changes`` when the session still holds their
         ``expected`` rows and check it then reads as ``predicted`` (DoctorError if not).
         False, and nothing changed, when the session changed since it was read."""
+        ...
+
+    def side_facts(self, session_id: str) -> Any:
+        """The session's revision, op ids and archive (``side.SideFacts``)."""
         ...
 
     def close(self) -> None: ...

@@ -9,70 +9,124 @@ are, or with ``--drop-invalid-rows`` deleted):
    ``history``): a reasoning run with the item it produced, and a tool call with its
    outputs, are kept or dropped whole; every unit that breaks a rule is dropped. User
    messages are never dropped, and a call at the end awaiting its output (a run paused
-   for approval) is kept with its unit, so the run can resume.
+   for approval) is kept with its unit, so the run can resume. With ``dangling=
+   "synthesize"`` a function or custom tool call whose output is missing keeps its unit
+   and gets the engine's synthesized output (``LOST_OUTPUT_TEXT``) right after it.
 
-Rows keep their ids (the order) and their exact stored text.
+Rows keep their ids and their exact stored text. A synthesized output needs a place in
+the middle: from the first one on, each row takes the data of the row before it in the
+repaired order (or a synthesized text), and the last rows are appended with new ids.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from histcore.cli.doctor.diagnose import AWAITING, Analysis
-from histcore.cli.doctor.read import RowFacts
+from histcore.cli.doctor.read import RowFacts, Source, Synthesized, text_facts
 from histcore.engine.items import repair_input
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 
-__all__ = ["Repair", "plan_repair", "repaired_rows"]
+__all__ = ["DANGLING", "Repair", "Source", "Synthesized", "plan_repair", "repaired_rows"]
+
+#: ``--dangling``: what becomes of a call whose output is missing (``repair_input``).
+DANGLING = ("drop", "synthesize")
 
 
 @dataclass(frozen=True)
 class Repair:
-    """Row changes that repair one session: rewritten rows, then deleted rows."""
+    """Row changes that repair one session: rewritten rows, deleted rows, and rows
+    appended (new ids, in this order) after every row the session keeps."""
 
-    #: (row id, id of the row whose stored data it takes)
-    updates: tuple[tuple[int, int], ...]
+    #: (row id, where its data comes from)
+    updates: tuple[tuple[int, Source], ...]
     deletions: tuple[int, ...]
     #: how many of the deletions each step made
     deduped: int = 0
     dropped_units: int = 0
     dropped_invalid: int = 0
+    appended: tuple[Source, ...] = ()
+    #: the outputs synthesized, in order
+    synthesized: tuple[Synthesized, ...] = ()
 
     @property
     def changes(self) -> bool:
-        return bool(self.updates or self.deletions)
+        return bool(self.updates or self.deletions or self.appended)
+
+    @property
+    def row_sources(self) -> list[int]:
+        """The rows whose stored data the repair copies (read before anything changes)."""
+        found = [source for _, source in self.updates if isinstance(source, int)]
+        return found + [source for source in self.appended if isinstance(source, int)]
 
 
-def plan_repair(analysis: Analysis, drop_invalid: bool = False) -> Repair:
+def plan_repair(analysis: Analysis, drop_invalid: bool = False, dangling: str = "drop") -> Repair:
     """The repair of one analysed session (no changes when there is nothing to do)."""
     rows, plan = analysis.rows, analysis.dedupe
     item_row = [rows[position] for position in analysis.item_rows]
     deduped = [item_row[position].row_id for position in plan.removed]
-    dropped = {analysis.row_of(position).row_id for position in _unit_drops(analysis)}
-    updates = tuple(
-        (item_row[anchor].row_id, item_row[source].row_id)
-        for anchor, source in zip(plan.kept, plan.content, strict=True)
-        if anchor != source and item_row[anchor].row_id not in dropped
-    )
+    drops, lost = _unit_plan(analysis, dangling)
+    dropped = {analysis.row_of(position).row_id for position in drops}
     invalid = analysis.findings.set_aside if drop_invalid else []
     deletions = tuple(sorted([*deduped, *dropped, *invalid]))
-    return Repair(updates, deletions, len(deduped), len(dropped), len(invalid))
+    gone = set(deletions)
+    content = {
+        item_row[anchor].row_id: item_row[source].row_id
+        for anchor, source in zip(plan.kept, plan.content, strict=True)
+    }
+    after = {analysis.row_of(position).row_id: output for position, output in lost.items()}
+    # The repaired order, laid over the rows that stay; what does not fit is appended.
+    slots = [row.row_id for row in rows if row.row_id not in gone]
+    order: list[Source] = []
+    for row_id in slots:
+        order.append(content.get(row_id, row_id))
+        if row_id in after:
+            order.append(after[row_id])
+    updates = tuple(
+        (slot, source) for slot, source in zip(slots, order, strict=False) if source != slot
+    )
+    return Repair(
+        updates,
+        deletions,
+        len(deduped),
+        len(dropped),
+        len(invalid),
+        tuple(order[len(slots) :]),
+        tuple(output for output in order if isinstance(output, Synthesized)),
+    )
 
 
-def _unit_drops(analysis: Analysis) -> list[int]:
-    """Positions (into ``analysis.deduped``) of the items in units to drop."""
+def _unit_plan(analysis: Analysis, dangling: str) -> tuple[list[int], dict[int, Synthesized]]:
+    """Positions (into ``analysis.deduped``) of the items in units to drop, and the
+    outputs to synthesize, by the position of their call."""
     awaiting = [problem.position for problem in analysis.problems if problem.kind == AWAITING]
     if len(awaiting) == len(analysis.problems):
-        return []
+        return [], {}
     # A call awaiting approval is no problem here: an output standing in for the one
     # the resumed run will store makes the engine keep its unit like any other.
     deduped = analysis.deduped
     probe = deduped + [_stand_in_output(deduped[position]) for position in awaiting]
-    kept = {id(item) for item in repair_input(probe, history=analysis.items)}
-    return [position for position, item in enumerate(deduped) if id(item) not in kept]
+    stand_ins = {id(item) for item in probe[len(deduped) :]}
+    position_of = {id(item): position for position, item in enumerate(deduped)}
+    kept: set[int] = set()
+    lost: dict[int, Synthesized] = {}
+    previous: int | None = None
+    for item in repair_input(probe, history=analysis.items, dangling=dangling):
+        position = position_of.get(id(item))
+        if position is not None:
+            kept.add(position)
+            previous = position
+        elif id(item) not in stand_ins:
+            # The engine puts a synthesized output right after its call.
+            call_id = item.get("call_id")
+            if previous is None or deduped[previous].get("call_id") != call_id:
+                raise AssertionError("a synthesized output does not follow its call")
+            lost[previous] = Synthesized(str(call_id), json.dumps(item))
+    return [position for position in range(len(deduped)) if position not in kept], lost
 
 
 def _stand_in_output(call: dict[str, Any]) -> dict[str, Any]:
@@ -80,15 +134,24 @@ def _stand_in_output(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def repaired_rows(rows: Sequence[RowFacts], repair: Repair) -> list[RowFacts]:
-    """The session's rows as they read after ``repair``."""
+    """The session's rows as they read after ``repair`` (appended rows numbered on from
+    the session's newest id; the store gives them their ids)."""
     deleted = set(repair.deletions)
     source = dict(repair.updates)
-    sources = set(source.values())
-    by_id = {row.row_id: row for row in rows if row.row_id in sources}
-    return [
-        row
-        if row.row_id not in source
-        else dataclasses.replace(by_id[source[row.row_id]], row_id=row.row_id)
+    wanted = set(repair.row_sources)
+    by_id = {row.row_id: row for row in rows if row.row_id in wanted}
+
+    def facts(row_id: int, origin: Source) -> RowFacts:
+        if isinstance(origin, Synthesized):
+            return text_facts(row_id, origin.text)
+        return dataclasses.replace(by_id[origin], row_id=row_id)
+
+    kept = [
+        row if row.row_id not in source else facts(row.row_id, source[row.row_id])
         for row in rows
         if row.row_id not in deleted
+    ]
+    newest = max((row.row_id for row in rows), default=0)
+    return kept + [
+        facts(newest + number, origin) for number, origin in enumerate(repair.appended, 1)
     ]

@@ -1,16 +1,17 @@
-"""A checked store as text (for people) and as JSON (for programs)."""
+"""A checked store as text (for people); as JSON (for programs) in ``report_json``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from histcore.cli.doctor.check import SessionReport, StoreReport
 from histcore.cli.doctor.diagnose import AWAITING, UNIT_KINDS, Findings, Spot
 from histcore.cli.doctor.read import row_ids_text
 from histcore.cli.doctor.repair import Repair
+from histcore.cli.doctor.report_json import WITHOUT_STRUCTURE, render_json
+from histcore.cli.doctor.side import ARCHIVED_AFTER_REVISION, WRITE_OUTSIDE_IDS, SideFacts
 
-__all__ = ["render_json", "render_text", "row_id_ranges"]
+__all__ = ["WITHOUT_STRUCTURE", "render_json", "render_text", "row_id_ranges"]
 
 _LABELS = {
     "invalid_json": ("row that is not valid JSON", "rows that are not valid JSON"),
@@ -55,14 +56,19 @@ _UNIT_DETAIL = {
     "reasoning_without_successor": "reasoning without the item stored after it",
     AWAITING: "awaiting its output",
 }
-#: The rule for message rows an ``AdvancedSQLiteSession`` store holds no
-#: ``message_structure`` row of (SDK issue #4729), and its one-line explanation.
-WITHOUT_STRUCTURE = "row_without_structure"
+#: The one-line explanation of ``WITHOUT_STRUCTURE`` rows.
 _WITHOUT_STRUCTURE_WHY = (
     "AdvancedSQLiteSession does not read them and its next pop_item deletes them; "
     "never changed by the doctor (a writer may be between its two inserts): once none "
     "runs, re-add each item with add_items and delete its row, or delete it"
 )
+# The archive's problems (``side.py``): reported, never changed.
+_SIDE_WHY = {
+    ARCHIVED_AFTER_REVISION: "archived row ids {ids}: removed by a revision above the "
+    "session's revision {revision}",
+    WRITE_OUTSIDE_IDS: "noted writes from row ids {ids}: not within the ids the "
+    "messages table ever handed out",
+}
 _WITHOUT_SESSION = {
     "null": "a NULL session_id",
     "blob": "a BLOB session_id",
@@ -99,10 +105,17 @@ def render_text(report: StoreReport, quiet: bool = False) -> str:
             and findings.clean
             and entry.fix in (None, "clean")
             and not entry.without_structure
+            and not entry.side.problems
         ):
             continue
         found = ", ".join(
-            part for part in (_describe(findings.counts()), _without_structure(entry)) if part
+            part
+            for part in (
+                _describe(findings.counts()),
+                _without_structure(entry),
+                _side_problems(entry.side),
+            )
+            if part
         )
         found = found or "clean"
         info = _describe(findings.info())
@@ -116,6 +129,7 @@ def render_text(report: StoreReport, quiet: bool = False) -> str:
                 f"  {WITHOUT_STRUCTURE}: row ids {row_ids_text(entry.without_structure)} "
                 f"({_WITHOUT_STRUCTURE_WHY})"
             )
+        lines += _side_lines(entry.side)
         lines += _fix_lines(entry)
     lines += _without_session_lines(report.rows_without_session)
     if lines or not quiet:
@@ -128,6 +142,25 @@ def _without_structure(entry: SessionReport) -> str:
     if not count:
         return ""
     return f"{count} row{'' if count == 1 else 's'} without a message_structure row"
+
+
+def _side_problems(side: SideFacts) -> str:
+    count = sum(len(found) for found in side.problems.values())
+    return f"{count} archive problem{'' if count == 1 else 's'}" if count else ""
+
+
+def _side_lines(side: SideFacts) -> list[str]:
+    """One line for a session with an archive; one per kind of archive problem."""
+    if not side.has_archive:
+        return []
+    lines = [
+        f"  archive: {side.archived} archived row(s), {side.writes} noted write(s); "
+        f"revision {side.revision}, {side.op_ids} op id(s) remembered"
+    ]
+    for kind, found in side.problems.items():
+        why = _SIDE_WHY[kind].format(ids=row_ids_text(found), revision=side.revision)
+        lines.append(f"  {kind}: {why} (never changed by the doctor)")
+    return lines
 
 
 def _spots(spots: list[Spot]) -> str:
@@ -184,20 +217,30 @@ def _fix_lines(entry: SessionReport) -> list[str]:
     lines = []
     repair = entry.repair
     if entry.fix == "fixed" and repair is not None:
+        steps = _steps(repair)
         lines.append(
-            f"  fixed: {len(repair.deletions)} row(s) removed ({_steps(repair)}), "
-            f"{len(repair.updates)} row(s) given their latest content"
+            f"  fixed: {len(repair.deletions)} row(s) removed"
+            + (f" ({steps})" if steps else "")
+            + f", {len(repair.updates)} row(s) given {_new_content(repair)}"
+            + _synthesized(repair)
         )
     elif entry.fix == "planned" and repair is not None:
-        lines.append(
-            f"  --fix would remove {len(repair.deletions)} row(s) ({_steps(repair)}): "
-            f"row ids {row_id_ranges(repair.deletions)}"
-        )
+        if repair.deletions:
+            lines.append(
+                f"  --fix would remove {len(repair.deletions)} row(s) ({_steps(repair)}): "
+                f"row ids {row_id_ranges(repair.deletions)}"
+            )
         if repair.updates:
             rewritten = sorted(row_id for row_id, _ in repair.updates)
             lines.append(
-                f"  --fix would give {len(rewritten)} row(s) their latest content: "
+                f"  --fix would give {len(rewritten)} row(s) {_new_content(repair)}: "
                 f"row ids {row_id_ranges(rewritten)}"
+            )
+        if repair.synthesized:
+            lines.append(
+                f"  --fix would insert {len(repair.synthesized)} synthesized output(s), "
+                f"for calls {_first([output.call_id for output in repair.synthesized])}, "
+                f"each right after its call, appending {len(repair.appended)} row(s)"
             )
     elif entry.fix in ("skipped", "left"):
         lines.append("  not repaired, left untouched")
@@ -206,6 +249,22 @@ def _fix_lines(entry: SessionReport) -> list[str]:
     if entry.after is not None and not entry.after.clean:
         lines.append(f"  left: {_describe(entry.after.counts())}")
     return lines
+
+
+def _new_content(repair: Repair) -> str:
+    if repair.synthesized:
+        return "their new content (their latest, or the row before them moved one place on)"
+    return "their latest content"
+
+
+def _synthesized(repair: Repair) -> str:
+    if not repair.synthesized:
+        return ""
+    calls = _first([output.call_id for output in repair.synthesized])
+    return (
+        f", {len(repair.synthesized)} output(s) synthesized (marked as lost) for calls "
+        f"{calls}, {len(repair.appended)} row(s) appended"
+    )
 
 
 def row_id_ranges(row_ids: Sequence[int]) -> str:
@@ -244,7 +303,9 @@ _SET_ASIDE = ("invalid_json", "not_item", "non_string_call_id")
 
 def _summary(report: StoreReport) -> str:
     troubled = sum(
-        1 for entry in report.sessions if not entry.findings.clean or entry.without_structure
+        1
+        for entry in report.sessions
+        if not entry.findings.clean or entry.without_structure or entry.side.problems
     )
     summary = f"{troubled} of {len(report.sessions)} session(s) with problems"
     stray = sum(len(row_ids) for row_ids in report.rows_without_session.values())
@@ -289,61 +350,3 @@ def _summary(report: StoreReport) -> str:
             "--drop-invalid-rows to delete them (a backup is written first)"
         )
     return summary
-
-
-def render_json(report: StoreReport) -> dict[str, Any]:
-    """The report as a JSON-ready dict (its keys are what scripts rely on)."""
-    return {
-        "path": report.path,
-        "fix": report.fix,
-        "dry_run": report.dry_run,
-        "backup": report.backup,
-        "restore_command": report.restore,
-        "exit_code": report.exit_code,
-        "rows_without_session": report.rows_without_session,
-        "notes": list(report.notes),
-        "sessions": [_session_json(entry) for entry in report.sessions],
-    }
-
-
-def _details(findings: Findings) -> dict[str, Any]:
-    details: dict[str, Any] = {
-        "invalid_json_rows": findings.invalid_rows,
-        "invalid_json_reasons": {str(k): v for k, v in findings.invalid_reasons.items()},
-        "not_item_rows": findings.not_items,
-        "non_string_call_id_rows": findings.bad_call_ids,
-        "outputs_before_call": findings.outputs_before_call,
-        "duplicate_calls": findings.duplicate_calls,
-        "duplicate_outputs": findings.duplicate_outputs,
-    }
-    for kind, key in UNIT_KINDS.items():
-        details[key] = [spot.detail for spot in findings.unit.get(kind, [])]
-    details[AWAITING] = [spot.detail for spot in findings.awaiting]
-    rows = {
-        key: [spot.row_id for spot in findings.unit.get(kind, [])]
-        for kind, key in UNIT_KINDS.items()
-    }
-    rows[AWAITING] = [spot.row_id for spot in findings.awaiting]
-    details["rows"] = rows
-    return details
-
-
-def _session_json(entry: SessionReport) -> dict[str, Any]:
-    findings = entry.findings
-    repair = entry.repair
-    return {
-        "session_id": entry.session_id,
-        "rows": entry.rows,
-        "problems": findings.counts(),
-        "info": findings.info(),
-        "clean": findings.clean and not entry.without_structure,
-        "details": _details(findings),
-        # row ids found before any --fix; those still there after it: ..._left (SDK #4729)
-        WITHOUT_STRUCTURE: entry.without_structure,
-        "fix": entry.fix,
-        "reason": entry.reason,
-        "removed_rows": list(repair.deletions) if repair else [],
-        "rewritten_rows": [row_id for row_id, _ in repair.updates] if repair else [],
-        "left": entry.left,
-        f"{WITHOUT_STRUCTURE}_left": entry.without_structure_left,
-    }

@@ -8,6 +8,8 @@ stored values, in one write transaction. It first writes a backup of the rows it
 replaces (undone the same way), and before committing reads each session back and
 compares it with the backup, every column of every row. Rows of those sessions that
 the backup does not hold (written since it was made) are replaced too, and named.
+The side tables of history transactions are not in a backup: each restored session's
+revision counts one more change, and its op ids and archive stay as they are.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from histcore.cli.doctor.read import DoctorError, Tables, row_ids_text
+from histcore.cli.doctor.side import bump_sqlite
 from histcore.cli.doctor.sqlite import SQLiteStore
 from histcore.sessions._sqlite_schema import note_rewrite
 
@@ -187,8 +190,10 @@ def _put_back(
             f"SELECT {columns[sessions]} FROM {_ALIAS}.{sessions} WHERE session_id = ?",
             (session_id,),
         )
-    # Rows come back under ids a session may have cached with other data.
+    # Rows come back under ids a session may have cached with other data; the session's
+    # revision moves on (never back: the backup holds no revision).
     note_rewrite(conn, messages, session_id)
+    bump_sqlite(conn, messages, session_id)
     for table in rows:
         if not _reads_back(conn, table, columns[table], session_id):
             raise DoctorError(

@@ -19,6 +19,7 @@ from histcore.cli.doctor.read import (
     Row,
     RowChanges,
     RowFacts,
+    Source,
     StoreLocked,
     Tables,
     backup_stamp,
@@ -27,6 +28,8 @@ from histcore.cli.doctor.read import (
     row_facts,
     utf8_text_digest,
 )
+from histcore.cli.doctor.side import SideFacts, bump_sqlite, sqlite_side_facts
+from histcore.cli.doctor.sqlite_files import immutable_refusal, remove_side_files, side_files
 from histcore.sessions._sqlite_schema import note_rewrite
 
 __all__ = ["SQLiteStore", "remove_side_files", "side_files"]
@@ -105,7 +108,7 @@ class SQLiteStore:
             failure = _sqlite_failure(self.name, exc)
             if isinstance(failure, StoreLocked):
                 raise failure from exc
-            refusal = None if self._writable else _immutable_refusal(self.name, exc)
+            refusal = None if self._writable else immutable_refusal(self.name, exc)
             if refusal != "":
                 hint = f": {refusal}" if refusal else ""
                 raise DoctorError(
@@ -372,14 +375,30 @@ class SQLiteStore:
                 return False
             if not self._linked.still_one_branch(self._conn, session_id):
                 return False
-            # The session holds the rows planned on: its sources hold the data planned on.
-            data = self._stored_data_of(session_id, [source for _, source in updates])
-            self._linked.repair(self._conn, session_id, updates, deletions)
+            # The session holds the rows planned on: its sources hold the data planned
+            # on, read before any row changes (a row may be another's source).
+            sources = [*updates, *((0, source) for source in changes.appended)]
+            data = self._stored_data_of(
+                session_id, [source for _, source in sources if isinstance(source, int)]
+            )
+
+            def stored(source: Source) -> Any:
+                return data[source] if isinstance(source, int) else source.text
+
+            # Synthesized outputs are refused where the linked tables are (check.py).
+            linked = [(row_id, source) for row_id, source in updates if isinstance(source, int)]
+            self._linked.repair(self._conn, session_id, linked, deletions)
             messages = self._tables.messages
             self._conn.executemany(
                 f"UPDATE {messages} SET message_data = ? WHERE id = ? AND session_id = ?",
-                [(data[source], row_id, session_id) for row_id, source in updates],
+                [(stored(source), row_id, session_id) for row_id, source in updates],
             )
+            # One by one, so each gets the next id: the repaired order.
+            for source in changes.appended:
+                self._conn.execute(
+                    f"INSERT INTO {messages} (session_id, message_data) VALUES (?, ?)",
+                    (session_id, stored(source)),
+                )
             self._conn.executemany(
                 f"DELETE FROM {messages} WHERE id = ? AND session_id = ?",
                 [(row_id, session_id) for row_id in deletions],
@@ -388,8 +407,13 @@ class SQLiteStore:
                 # Sessions that cache the history notice appends and removals, not
                 # a row rewritten in place: this tells them.
                 note_rewrite(self._conn, messages, session_id)
+            bump_sqlite(self._conn, messages, session_id)
             changes.check_read_back(self.name, session_id, self._stored(session_id))
         return True
+
+    def side_facts(self, session_id: str) -> SideFacts:
+        with self._errors():
+            return sqlite_side_facts(self._conn, self._tables.messages, session_id)
 
     def _rollback(self) -> None:
         # SQLite ends the transaction itself on some errors (a full disk among them):
@@ -456,66 +480,3 @@ def _sqlite_facts(row_id: int, raw: bytes | None, kind: str) -> RowFacts:
         return row_facts(row_id, digest, None, f"message_data is {kind.upper()}, not text")
     # Decoded from the bytes the session reads (TEXT and BLOB alike), as _sqlite_row.
     return row_facts(row_id, digest, bytes(raw))
-
-
-# --- a WAL-mode file's side files --------------------------------------------------------
-
-_SIDE_FILES = ("-wal", "-shm")
-
-
-def side_files(path: str) -> frozenset[str]:
-    """Which of ``path``'s ``-wal`` and ``-shm`` files exist."""
-    return frozenset(suffix for suffix in _SIDE_FILES if os.path.exists(path + suffix))
-
-
-def remove_side_files(path: str, found: frozenset[str]) -> None:
-    """Remove the ``-wal`` and ``-shm`` files of ``path`` when neither was ``found``
-    before it was read. SQLite removes them when the last connection to a WAL-mode file
-    closes, but not a read-only one (it cannot checkpoint): a connection that may
-    write, opened and closed without writing, does. SQLite does so only when no other
-    connection has the file open, so a writer that came meanwhile keeps its files."""
-    if found or not side_files(path):
-        return
-    try:
-        conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=rw", uri=True, timeout=0)
-        try:
-            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        pass  # the file cannot be written (nor checkpointed): the files stay
-
-
-def _immutable_refusal(path: str, exc: sqlite3.Error) -> str | None:
-    """Why a read-only open that failed with ``exc`` may not be tried again immutable:
-    "" when it may (a WAL-mode file SQLite cannot open for want of a -shm file it cannot
-    make, with no -wal file, whose changes immutable would not read), else None or a
-    hint. Immutable is safe only while nobody writes, and a writer needs the directory."""
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    cannot_open = (
-        (int(code) & 0xFF) == _SQLITE_CANTOPEN
-        if code is not None
-        else "unable to open database file" in str(exc)
-    )
-    directory = os.path.dirname(os.path.abspath(path))
-    if not cannot_open or os.access(directory, os.W_OK) or not _wal_mode(path):
-        return None
-    if os.path.exists(path + "-wal"):
-        return (
-            "a WAL-mode file with a -wal file but no -shm file, in a directory that cannot "
-            "be written: copy the file and its -wal file to a writable directory to read it"
-        )
-    return ""
-
-
-_SQLITE_CANTOPEN = 14
-
-
-def _wal_mode(path: str) -> bool:
-    """Whether the file's header says WAL mode (read and write versions 2)."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(20)
-    except OSError:
-        return False
-    return header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
