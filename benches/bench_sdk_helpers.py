@@ -31,7 +31,7 @@ from agents.run_internal import run_loop as sdk_run_loop
 from agents.run_internal import session_persistence as sdk_session
 from agents.util import _json as sdk_json
 
-from histcore.openai_agents import _patches
+from histcore.openai_agents import _patches, _table
 from histcore.testing import generate_history
 
 SMOKE_SIZES = (1_000,)
@@ -54,9 +54,9 @@ def _as_installed(group: str) -> dict[str, Any]:
     """The replacements of one group exactly as ``install()`` builds them, each with its
     rebinding watch armed (so every call pays the check it pays when installed), but not
     bound into the SDK's modules: the SDK's own helpers stay the SDK's."""
-    (found,) = (candidate for candidate in _patches.GROUPS if candidate.name == group)
+    (found,) = (candidate for candidate in _table.GROUPS if candidate.name == group)
     replacements: dict[str, Any] = {}
-    for planned in _patches.plan(found):
+    for planned in _patches.plan(found, _patches.Context()):
         planned.watch.arm()
         replacements[planned.target.attr] = planned.replacement
     return replacements

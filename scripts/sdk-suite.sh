@@ -12,7 +12,7 @@
 #                          replaces), without histcore
 #   installed              the listed tests, `--histcore-install` (install() before
 #                          collection), counting the calls that took histcore's own path
-#                          (HISTCORE_DROPIN_COUNTS, histcore.openai_agents._path_counts)
+#                          (HISTCORE_DROPIN_COUNTS, scripts/sdk_suite/path_counts.py)
 #   installed-python       as installed, on the pure-Python engine (HISTCORE_BACKEND=python)
 #   guard                  the listed tests, `--histcore-guard` (install(guard=True)),
 #                          noting per test whether the guard repaired a model input

@@ -263,11 +263,11 @@ def test_no_recorded_installation_fails(suite: ModuleType, tmp_path: Path) -> No
 
 
 def test_every_shipped_list_traces_every_group(suite: ModuleType) -> None:
-    from histcore.openai_agents import _patches
+    from histcore.openai_agents import _table
 
     for path in sorted((REPO / "scripts" / "sdk_suite" / "lists").glob("*.txt")):
         traced = {group for _, groups in suite._entries(path) for group in groups}
-        missing = {group.name for group in _patches.GROUPS} - traced
+        missing = {group.name for group in _table.GROUPS} - traced
         assert not missing, f"{path.name}: no test traced for {sorted(missing)}"
 
 
@@ -351,9 +351,9 @@ def test_the_installed_run_counts_histcore_s_paths_per_process(fake_sdk: Path) -
         "test_fake.py::test_reaches_nothing": "passed",
     }
     (installation,) = counts.glob("installation-*.json")
-    from histcore.openai_agents import _patches
+    from histcore.openai_agents import _table
 
-    assert json.loads(installation.read_text())["groups"] == [g.name for g in _patches.GROUPS]
+    assert json.loads(installation.read_text())["groups"] == [g.name for g in _table.GROUPS]
     (written,) = counts.glob("dropin-counts-*.json")
     groups = json.loads(written.read_text())["groups"]
     assert groups["dedupe"]["deduplicate_input_items"] == [1, 0]

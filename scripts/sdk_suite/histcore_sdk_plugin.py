@@ -8,7 +8,8 @@ Loaded with ``-p histcore_sdk_plugin`` (``scripts/sdk_suite`` on ``PYTHONPATH``)
     (before the SDK's conftest is imported); refuses to run when the installed SDK is
     not a supported release or a helper group was left unreplaced, since the comparison
     would then test less than it claims. With ``HISTCORE_DROPIN_COUNTS=DIR`` set, each
-    process counts the calls that took histcore's own path (``_path_counts``), writes
+    process counts the calls that took histcore's own path (``path_counts``, next to
+    this plugin, hooked into the drop-in's binding before install()), writes
     them to DIR when its session ends, and writes the groups install() replaced to
     ``DIR/installation-<pid>.json``.
 ``--histcore-guard``
@@ -26,7 +27,7 @@ Loaded with ``-p histcore_sdk_plugin`` (``scripts/sdk_suite`` on ``PYTHONPATH``)
     record which tests reach a helper that ``install()`` replaces (a call of the
     SDK's function, or of a function of the ``json``/``copy`` module that install()
     swaps in one SDK module), in their setup, call or teardown, and write each one's
-    id and the groups (``_patches.GROUPS`` names) of the helpers it reached, one test
+    id and the groups (``_table.GROUPS`` names) of the helpers it reached, one test
     per line (``id<TAB>group,group``), to PATH (PATH.<worker> under pytest-xdist). The
     helpers are rebound to recording wrappers the way install() rebinds them, before
     the test modules are collected.
@@ -91,6 +92,11 @@ def _install(config: pytest.Config, *, guard: bool) -> Any:
 
     import histcore.openai_agents as accelerator
 
+    counting = os.environ.get("HISTCORE_DROPIN_COUNTS")
+    if counting:
+        import path_counts
+
+        path_counts.start(counting)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         installation = accelerator.install(guard=True) if guard else accelerator.install()
@@ -117,14 +123,13 @@ def _install(config: pytest.Config, *, guard: bool) -> Any:
         ),
         "histcore-install-said",
     )
-    counting = os.environ.get("HISTCORE_DROPIN_COUNTS")
     if counting:
-        from histcore.openai_agents import _patches
+        from histcore.openai_agents import _table
 
         # A group left out for a missing extra (``Group.needs``) replaced nothing.
         groups = [
             group.name
-            for group in _patches.GROUPS
+            for group in _table.GROUPS
             if group.name not in installation.skipped and group.available()
         ]
         os.makedirs(counting, exist_ok=True)
@@ -145,13 +150,13 @@ class _Say:
 
 
 class _Counts:
-    """Writes this process's path counts when its session ends (``_path_counts``)."""
+    """Writes this process's path counts when its session ends (``path_counts``)."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from histcore.openai_agents import _path_counts
+        import path_counts
 
-        _path_counts.flush()
+        path_counts.flush()
 
 
 class _Repairs:
@@ -297,10 +302,10 @@ class _Trace:
         return note
 
     def start(self) -> None:
-        from histcore.openai_agents import _patches
+        from histcore.openai_agents import _patches, _table
         from histcore.openai_agents._watch import Watch
 
-        for group in _patches.GROUPS:
+        for group in _table.GROUPS:
             if not group.available():
                 continue  # its extra is not installed: no test can reach it
             module = importlib.import_module(group.module)

@@ -34,7 +34,7 @@ from pathlib import Path
 HEADER = """\
 # Tests of the openai-agents {version} sdist that reach a helper histcore's install()
 # replaces (found by instrumenting those helpers over the whole suite), by test id,
-# each followed by a tab and the helper groups (histcore.openai_agents._patches.GROUPS)
+# each followed by a tab and the helper groups (histcore.openai_agents._table.GROUPS)
 # it reached. scripts/sdk-suite.sh runs each of them plain and with install() and
 # compares; a group no test reaches fails the run.
 # Regenerate: scripts/sdk-suite.sh --regenerate-list {version}

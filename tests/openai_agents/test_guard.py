@@ -46,7 +46,8 @@ from histcore.engine import items as engine_items
 from histcore.engine.vocabulary import CALL_TO_OUTPUT_TYPE
 from histcore.items import input_problems, repair_input
 from histcore.openai_agents._guard import GuardCounts, make_guarded_dedupe, unfit
-from histcore.openai_agents._replacements import checked_dedupe_of, make_deduplicate
+from histcore.openai_agents._guard_link import GuardLink
+from histcore.openai_agents._replacements import make_deduplicate
 from histcore.openai_agents.testing import SDKScriptedModel
 from tests.support.examples import examples
 
@@ -218,6 +219,7 @@ def elsewhere(input, session=None, server_conversation_tracker=None):
 
 def stand_in_run_loop(
     dedupe: Callable[[Sequence[Any]], list[Any]] | None = None,
+    link: GuardLink | None = None,
 ) -> tuple[ModuleType, GuardCounts]:
     """A module shaped like the SDK's run loop (the two model-input callers and one
     other caller), with the guard bound over ``dedupe`` (default: the identity)."""
@@ -226,7 +228,7 @@ def stand_in_run_loop(
     assert unfit(module) is None
     counts = GuardCounts()
     vars(module)["deduplicate_input_items_preferring_latest"] = make_guarded_dedupe(
-        dedupe or (lambda items: items), module, counts
+        dedupe or (lambda items: items), module, counts, link or GuardLink()
     )
     return module, counts
 
@@ -288,6 +290,46 @@ def test_a_run_loop_of_another_shape_is_refused() -> None:
     reason = unfit(module)
     assert reason is not None
     assert "get_new_response" in reason or "dedupe" in reason
+
+
+def test_a_run_loop_with_another_filter_caller_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The guarded filter does not look at its caller: the guard installs only where the
+    # two model-input callers are the run loop's only users of the filter.
+    import agents.run_internal.run_loop as sdk_run_loop
+
+    namespace: dict[str, Any] = {}
+    exec("async def elsewhere(**kw):\n    return await maybe_filter_model_input(**kw)\n", namespace)
+    function = namespace["elsewhere"]
+    function.__module__ = sdk_run_loop.__name__
+    monkeypatch.setattr(sdk_run_loop, "elsewhere", function, raising=False)
+    accelerator.uninstall()
+    try:
+        with pytest.warns(RuntimeWarning, match="guard"):
+            installation = accelerator.install(guard=True)
+        assert installation.guard is None
+        assert "elsewhere" in installation.skipped["guard"]
+    finally:
+        accelerator.uninstall()
+
+
+def test_the_guard_reaches_the_dedupe_s_checking_pass_through_the_installation() -> None:
+    import agents.run_internal.items as sdk_items
+
+    accelerator.uninstall()
+    try:
+        accelerator.install(guard=True)
+        installed = sdk_items.deduplicate_input_items_preferring_latest
+        # An explicit link the installation holds, not an attribute on the function.
+        assert "checked_dedupe" not in vars(installed)
+        checked = accelerator._link.checked_of(installed)
+        assert checked is not None
+        items = [user("hi"), output("lost")]
+        kept, problems = checked(items, None)
+        assert kept == items
+        assert [kind for _, kind, _ in problems] == ["output_without_call"]
+    finally:
+        accelerator.uninstall()
+    assert accelerator._link.checked_of(installed) is None
 
 
 def dropping_calls(history: list[Any], new: list[Any]) -> list[Any]:
@@ -603,8 +645,9 @@ def _sdk_like_dedupe(items: Sequence[Any]) -> list[Any]:
 def test_histcore_dedupe_checks_in_its_own_pass(items: list[Any]) -> None:
     # Over histcore's dedupe the guard takes the kept items and their problems from one
     # engine call; over any other dedupe, it dedupes and then checks. Same answers.
-    fused = make_deduplicate(_sdk_like_dedupe, True)
-    checked = checked_dedupe_of(fused)
+    link = GuardLink()
+    fused = make_deduplicate(_sdk_like_dedupe, True, link=link)
+    checked = link.checked_of(fused)
     assert checked is not None
     calls: list[int] = []
 
@@ -612,10 +655,10 @@ def test_histcore_dedupe_checks_in_its_own_pass(items: list[Any]) -> None:
         calls.append(len(items))
         return checked(items, history)
 
-    fused.checked_dedupe = counting  # type: ignore[attr-defined]
+    link.record(fused, counting)
     results = []
     for dedupe in (fused, _sdk_like_dedupe):
-        module, counts = stand_in_run_loop(dedupe)
+        module, counts = stand_in_run_loop(dedupe, link)
         kept = module.get_new_response(list(items))
         results.append(([id(item) for item in kept], repr(counts)))
     assert results[0] == results[1]
@@ -623,8 +666,9 @@ def test_histcore_dedupe_checks_in_its_own_pass(items: list[Any]) -> None:
 
 
 def test_the_guard_dedupes_itself_where_the_engine_declines() -> None:
-    fused = make_deduplicate(_sdk_like_dedupe, True)
-    module, counts = stand_in_run_loop(fused)
+    link = GuardLink()
+    fused = make_deduplicate(_sdk_like_dedupe, True, link=link)
+    module, counts = stand_in_run_loop(fused, link)
 
     class Text(str):
         pass
@@ -829,9 +873,9 @@ def test_one_warning_per_session_and_problem(
 
 
 def test_logged_problems_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    from histcore.openai_agents import _guard
+    from histcore.openai_agents import _guard_counts
 
-    monkeypatch.setattr(_guard, "LOGGED_LIMIT", 3)
+    monkeypatch.setattr(_guard_counts, "LOGGED_LIMIT", 3)
     counts = GuardCounts()
     assert [counts._first_time([key]) for key in (0, 1, 0, 2, 3)] == [
         True,

@@ -23,19 +23,19 @@ import agents.run_internal.session_persistence as sdk_session
 import agents.util._json as sdk_json
 
 import histcore.openai_agents as accelerator
-from histcore.openai_agents import _patches, _versions
+from histcore.openai_agents import _patches, _table, _versions
 
 # Every helper the accelerator knows, by defining module and name.
 # (A method is named with its class: ``SQLiteSession.get_items``.)
 HELPERS = [
     (group.module, target.attr if target.owner is None else f"{target.owner}.{target.attr}")
-    for group in _patches.GROUPS
+    for group in _table.GROUPS
     for target in group.targets
 ]
 # Standard library modules swapped only in the SDK module that uses them.
 MODULE_STAND_INS = ("copy", "json")
 # Helpers built only for the call that pins them, never bound in a module.
-PINNED = {target.attr for group in _patches.GROUPS for target in group.targets if not target.bound}
+PINNED = {target.attr for group in _table.GROUPS for target in group.targets if not target.bound}
 
 
 def _originals() -> dict[tuple[str, str], Any]:
@@ -49,7 +49,7 @@ def _bindings_of(objects: dict[tuple[str, str], Any]) -> set[tuple[str, str]]:
     """Every ``agents`` module attribute that is one of ``objects``."""
     wanted = {id(value) for value in objects.values()}
     found = set()
-    for module in _patches.sdk_modules():
+    for module in _patches.sdk_modules(_table.PACKAGE):
         for attr, value in list(vars(module).items()):
             if id(value) in wanted and any(value is v for v in objects.values()):
                 found.add((module.__name__, attr))
@@ -183,9 +183,13 @@ def test_unknown_sdk_version_warns_and_patches_what_it_recognises(
 
 
 def test_changed_helper_source_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    known = dict(_versions.KNOWN_SOURCE_DIGESTS)
-    known["orphans"] = frozenset({"0000000000000000"})
-    monkeypatch.setattr(_patches, "KNOWN_SOURCE_DIGESTS", known)
+    groups = tuple(
+        dataclasses.replace(g, digests=frozenset({"0000000000000000"}))
+        if g.name == "orphans"
+        else g
+        for g in _table.GROUPS
+    )
+    monkeypatch.setattr(_table, "GROUPS", groups)
     with pytest.warns(RuntimeWarning, match="orphans"):
         installation = accelerator.install()
     assert "orphans" in installation.skipped
@@ -215,15 +219,15 @@ def test_failure_while_installing_leaves_nothing_replaced(
     monkeypatch: pytest.MonkeyPatch, clean_state: dict[tuple[str, str], Any]
 ) -> None:
     # The last target of a group in the middle fails to build, after others were built.
-    index = next(i for i, g in enumerate(_patches.GROUPS) if g.name == "session_keys")
-    group = _patches.GROUPS[index]
+    index = next(i for i, g in enumerate(_table.GROUPS) if g.name == "session_keys")
+    group = _table.GROUPS[index]
     broken = dataclasses.replace(group.targets[-1], build=lambda *_: 1 / 0)
     groups = (
-        *_patches.GROUPS[:index],
+        *_table.GROUPS[:index],
         dataclasses.replace(group, targets=(*group.targets[:-1], broken)),
-        *_patches.GROUPS[index + 1 :],
+        *_table.GROUPS[index + 1 :],
     )
-    monkeypatch.setattr(_patches, "GROUPS", groups)
+    monkeypatch.setattr(_table, "GROUPS", groups)
     with pytest.raises(ZeroDivisionError):
         accelerator.install()
     assert not accelerator.is_installed()

@@ -37,9 +37,12 @@ import agents.run_internal.session_persistence as sdk_session
 from agents import RunConfig, Runner, SQLiteSession
 
 import histcore.openai_agents as accelerator
-from histcore.openai_agents import _path_counts
 from histcore.openai_agents.testing import SDKScriptedModel
 from histcore.testing_histories import generate_history
+from tests.support.sdk_suite import sdk_suite_module
+
+#: the SDK suite's path counts (scripts/sdk_suite/path_counts.py)
+_path_counts = sdk_suite_module("path_counts")
 
 #: Items in the counted store: the old code made twice as many calls.
 SIZE = 300
@@ -148,8 +151,9 @@ def counting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     accelerator.uninstall()
     monkeypatch.setattr(_path_counts, "_tallies", {})
     monkeypatch.setattr(_path_counts, "_directory", None)
-    monkeypatch.setenv(_path_counts.ENVIRONMENT, str(tmp_path / "counts"))
+    _path_counts.start(str(tmp_path / "counts"))
     yield
+    _path_counts.stop()
     accelerator.uninstall()
 
 

@@ -28,8 +28,9 @@ from types import ModuleType
 from typing import Any
 
 from histcore.engine.units import check_dangling
-from histcore.openai_agents import _patches
-from histcore.openai_agents._guard import GuardCounts
+from histcore.openai_agents import _patches, _table
+from histcore.openai_agents._guard_counts import GuardCounts
+from histcore.openai_agents._guard_link import GuardLink
 from histcore.openai_agents._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
 from histcore.openai_agents._watch import Watch
 
@@ -65,18 +66,20 @@ _guard_bindings: list[_patches.Binding] = []
 #: the guard put over a run-loop dedupe rebound after install (``_guard``), still bound
 _rebound: list[_patches.Binding] = []
 _watches: list[Watch] = []
+#: the link of the installed dedupe and the guard (``_guard_link``), one per installation
+_link = GuardLink()
 _current: Installation | None = None
 
 
 def _import_sdk() -> None:
     try:
-        importlib.import_module("agents")
+        importlib.import_module(_table.PACKAGE)
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
 
 
 def _bind(
-    groups: tuple[_patches.Group, ...], skipped: dict[str, str]
+    groups: tuple[_patches.Group, ...], skipped: dict[str, str], context: _patches.Context
 ) -> tuple[list[_patches.Binding], list[Watch]]:
     """Bind every recognised group (noting why the others were skipped); on any error
     unbind what this call bound and raise."""
@@ -88,7 +91,7 @@ def _bind(
             if reason is not None:
                 skipped[group.name] = reason
                 continue
-            planned = _patches.plan(group)
+            planned = _patches.plan(group, context)
             watches += [entry.watch for entry in planned]
             bindings += _patches.bind(group, planned)
     except BaseException:
@@ -117,7 +120,7 @@ def install(*, guard: bool = False, dangling: str = "drop") -> Installation:
     Warns when the SDK version is not a supported one or a helper is not recognised;
     such helpers are left as they are. On any error nothing stays replaced.
     """
-    global _current
+    global _current, _link
     if check_dangling(dangling) and not guard:
         raise ValueError("dangling='synthesize' is the guard's: pass guard=True too")
     with _LOCK:
@@ -136,11 +139,13 @@ def install(*, guard: bool = False, dangling: str = "drop") -> Installation:
         bindings: list[_patches.Binding] = []
         watches: list[Watch] = []
         if _current is None:
-            bindings, watches = _bind(_patches.GROUPS, skipped)
+            _link = GuardLink()
+            bindings, watches = _bind(_table.GROUPS, skipped, _patches.Context(_link))
         counts = GuardCounts(dangling) if guard else None
         if counts is not None:
+            context = _patches.Context(_link, counts, _rebinder(counts))
             try:
-                guarded, _ = _bind(_patches.guard_groups(counts, _rebinder(counts)), skipped)
+                guarded, _ = _bind(_table.GUARD_GROUPS, skipped, context)
             except BaseException:
                 _patches.unbind(bindings)
                 raise
@@ -221,7 +226,7 @@ def _drop_guard() -> None:
 
 def uninstall() -> None:
     """Put back every original helper ``install()`` replaced. Does nothing if not installed."""
-    global _current
+    global _current, _link
     with _LOCK:
         if _current is None:
             return
@@ -234,6 +239,7 @@ def uninstall() -> None:
             watch.disarm()
         _watches.clear()
         _current = None
+        _link = GuardLink()
 
 
 def is_installed() -> bool:

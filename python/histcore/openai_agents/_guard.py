@@ -1,14 +1,12 @@
 """The guard of ``install(guard=True)``: every model input the SDK sends obeys the
 model-input rules (docs/design.md, "Model input the API accepts").
 
-It rebinds ``deduplicate_input_items_preferring_latest`` in
-``agents.run_internal.run_loop`` only: a call from ``run_single_turn_streamed`` or
-``get_new_response`` is a model input, repaired with their ``session`` and
-``server_conversation_tracker``; any other caller gets the plain dedupe. The stored
-history (rule (e)) is what ``prepare_input_with_session`` read, noted per task as a
-``StoredHistory`` (for the SDK's ``SQLiteSession``, kept with the session's history and
-extended by the rows read since). A wrapper of ``maybe_filter_model_input`` hands the
-dedupe a list whatever the filter returned and re-guards a dedupe rebound since install.
+It rebinds the run loop's ``deduplicate_input_items_preferring_latest`` only: a call
+from ``run_single_turn_streamed`` or ``get_new_response`` is a model input, repaired
+with their ``session`` and ``server_conversation_tracker``; any other caller gets the
+plain dedupe. The stored history (rule (e)) is what the session preparation read
+(``_guard_history``). A wrapper of ``maybe_filter_model_input`` hands the dedupe a list
+whatever the filter returned and re-guards a dedupe rebound since install.
 
 Rules: it never writes to the store, and a clean input comes back as the very same
 list. Details: docs/design.md, "The guard (``install(guard=True)``)".
@@ -16,37 +14,32 @@ list. Details: docs/design.md, "The guard (``install(guard=True)``)".
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import sys
-import threading
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import CodeType, ModuleType
 from typing import Any
 
 from histcore.engine.backend import backend_module
 from histcore.engine.input_rules import StoredHistory
-from histcore.engine.units import check_dangling
-from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE, PROBLEM_KINDS
-from histcore.openai_agents._replacements import checked_dedupe_of
-from histcore.openai_agents._session_read import ReadNote, noting_reads
+from histcore.engine.vocabulary import OUTPUT_TO_CALL_TYPE
+from histcore.openai_agents._guard_counts import GuardCounts
+from histcore.openai_agents._guard_history import noted
+from histcore.openai_agents._guard_link import GuardLink
+from histcore.openai_agents._guard_log import LOGGER, log, log_keys
 
 __all__ = [
+    "CALLERS",
+    "DEDUPE",
+    "FILTER",
     "LOGGER",
     "GuardCounts",
     "make_guarded_dedupe",
     "make_guarded_filter",
-    "make_keeping_orphans",
-    "make_noting_session_get_items",
     "unfit",
 ]
 
-LOGGER = logging.getLogger("histcore.openai_agents")
-
-RUN_LOOP = "agents.run_internal.run_loop"
-SESSION = "agents.run_internal.session_persistence"
 #: The run-loop functions whose dedupe call builds a model input, and the locals read.
 CALLERS = ("run_single_turn_streamed", "get_new_response")
 DEDUPE = "deduplicate_input_items_preferring_latest"
@@ -55,114 +48,6 @@ LOCALS = ("session", "server_conversation_tracker")
 SERVER_SESSION = "OpenAIConversationsSession"
 
 _PAIRING_KINDS = frozenset({"call_without_output", "call_awaiting_output"})
-#: Rules a stored history can break by itself (the later ones are read from it).
-_STORE_RULES = frozenset("abcd")
-
-#: How many (session, problem) pairs the guard remembers having logged: a long-running
-#: server meets ever new sessions, so the oldest are forgotten (and logged again if met).
-LOGGED_LIMIT = 4096
-
-#: (session, rule (e) of the history prepare_input_with_session read from it, the items
-#: read) in this task: a ``StoredHistory``, or the history itself when that could not be
-#: read. The items tell, when a warning is logged, whether the store itself is damaged.
-_history: contextvars.ContextVar[tuple[Any, StoredHistory | list[Any], list[Any]] | None] = (
-    contextvars.ContextVar("histcore_guard_history", default=None)
-)
-
-
-class GuardCounts:
-    """Live counts of the guard: model inputs checked, model inputs repaired, items
-    dropped, per rule kind the problems whose items it dropped, warnings logged (one per
-    session and problem, so usually fewer than ``repaired``), and times (wall clock,
-    every thread's summed; left out of the repr, which stays the same from run to run).
-    ``dangling`` is what the guard does with a call whose output is missing (``"drop"``
-    or ``"synthesize"``, as ``repair_input``); ``synthesized`` counts the outputs it
-    synthesized (in the repr when any).
-
-    ``seconds`` is the guard's own time apart from the dedupes of model inputs (noting
-    the stored history, repairing, logging); ``dedupe_seconds`` is the time of those
-    dedupes, which the guard runs with its check: histcore's dedupe reads the facts the
-    check needs in the same pass, so the check's share is that time less a plain dedupe's
-    (``histcore bench --openai-agents`` measures both)."""
-
-    __slots__ = (
-        "_lock",
-        "_logged",
-        "checked",
-        "dangling",
-        "dedupe_seconds",
-        "dropped",
-        "repaired",
-        "rules",
-        "seconds",
-        "synthesized",
-        "warnings",
-    )
-
-    def __init__(self, dangling: str = "drop") -> None:
-        check_dangling(dangling)
-        self.dangling = dangling
-        self.synthesized = 0
-        self._lock = threading.Lock()
-        self.checked = 0
-        self.repaired = 0
-        self.dropped = 0
-        self.rules: Counter[str] = Counter()
-        self.warnings = 0
-        self.seconds = 0.0
-        self.dedupe_seconds = 0.0
-        #: (session, problem) keys already logged, oldest first, at most LOGGED_LIMIT
-        self._logged: OrderedDict[Hashable, None] = OrderedDict()
-
-    def __repr__(self) -> str:
-        synthesized = f", synthesized={self.synthesized}" if self.synthesized else ""
-        return (
-            f"GuardCounts(checked={self.checked}, repaired={self.repaired}, "
-            f"dropped={self.dropped}{synthesized}, rules={dict(self.rules)}, "
-            f"warnings={self.warnings})"
-        )
-
-    def _first_time(self, keys: Iterable[Hashable]) -> bool:
-        """Whether any of ``keys`` was not logged yet (then all are noted as logged, and
-        a warning counted). A key met again moves to the young end, so a problem that
-        keeps coming back is not forgotten while others come and go."""
-        with self._lock:
-            logged = self._logged
-            new = False
-            for key in keys:
-                if key in logged:
-                    logged.move_to_end(key)
-                else:
-                    logged[key] = None
-                    new = True
-            while len(logged) > LOGGED_LIMIT:
-                logged.popitem(last=False)
-            if new:
-                self.warnings += 1
-            return new
-
-    def _spend(self, started: float, dedupe: float = 0.0) -> None:
-        with self._lock:
-            self.seconds += time.perf_counter() - started - dedupe
-            self.dedupe_seconds += dedupe
-
-    def _note(
-        self,
-        dropped: int,
-        kinds: Sequence[str],
-        started: float,
-        dedupe: float,
-        synthesized: int = 0,
-    ) -> None:
-        with self._lock:
-            self.seconds += time.perf_counter() - started - dedupe
-            self.dedupe_seconds += dedupe
-            self.checked += 1
-            if dropped or synthesized:
-                self.repaired += 1
-                self.dropped += dropped
-                self.synthesized += synthesized
-                self.rules.update(kinds)
 
 
 def unfit(module: ModuleType) -> str | None:
@@ -181,127 +66,21 @@ def unfit(module: ModuleType) -> str | None:
     return None
 
 
-def make_noting_session_get_items(
-    original: Callable[..., Any], batch: Callable[..., Any], counts: GuardCounts
-) -> Callable[..., Any]:
-    """The SDK's ``_session_get_items``, noting rule (e) of the history a session
-    preparation reads (a call from the SDK's ``prepare_input_with_session``, or a pinned
-    copy of it, or from histcore's ``batch`` preparation): read once a turn, as it was
-    read from the store, and for the SDK's ``SQLiteSession`` read incrementally with the
-    kept history (``_session_read``). Its time counts as the guard's."""
-    batch_code = batch.__code__
-
-    async def _session_get_items(session: Any, *args: Any, **kwargs: Any) -> Any:
-        caller = sys._getframe(1).f_code
-        if args or (caller is not batch_code and caller.co_name != "prepare_input_with_session"):
-            return await original(session, *args, **kwargs)
-        limit: int = kwargs.get("limit")  # type: ignore[assignment]
-        wider = type(limit) is int and limit > 0 and _reads_plainly(session)
-        if wider:
-            kwargs = {**kwargs, "limit": limit + 1}
-        with noting_reads(session) as note:
-            items = await original(session, **kwargs)
-        if type(items) is list:
-            started = time.perf_counter()
-            _history.set((session, _stored_history(items, note), items))
-            counts._spend(started)
-            # The SDK gets its window; the item before it stays in the noted history.
-            if wider and len(items) > 1 and len(items) == kwargs["limit"]:
-                items = items[1:]
-        return items
-
-    _session_get_items.__wrapped__ = original  # type: ignore[attr-defined]
-    _session_get_items.__doc__ = original.__doc__
-    return _session_get_items
-
-
-#: Calls the SDK's orphan pruning drops that ``dangling="synthesize"`` keeps (with the
-#: reasoning run before each): ``repair_input`` puts a marked output after them.
-_KEPT_CALL_TYPES = frozenset({"function_call", "custom_tool_call"})
-
-
-def make_keeping_orphans(original: Callable[..., Any], counts: GuardCounts) -> Callable[..., Any]:
-    """The session preparation's ``drop_orphan_function_calls`` (``original``): under
-    ``dangling="synthesize"`` the stored calls it dropped for lack of an output come
-    back, so that the guard sees them; otherwise its result as it is."""
-
-    def drop_orphan_function_calls(items: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(items, *args, **kwargs)
-        if (
-            counts.dangling != "synthesize"
-            or type(items) is not list
-            or type(result) is not list
-            or len(result) == len(items)
-        ):
-            return result
-        keep = [False] * len(items)
-        at = 0
-        for position, item in enumerate(items):
-            if at < len(result) and result[at] is item:
-                keep[position] = True
-                at += 1
-        if at != len(result):
-            return result  # not a subsequence of the items: left as it is
-        restored = False
-        for position, item in enumerate(items):
-            if keep[position] or type(item) is not dict:
-                continue
-            if item.get("type") not in _KEPT_CALL_TYPES:
-                continue
-            keep[position] = restored = True
-            before = position - 1
-            while (
-                before >= 0
-                and not keep[before]
-                and type(items[before]) is dict
-                and items[before].get("type") == "reasoning"
-            ):
-                keep[before] = True
-                before -= 1
-        if not restored:
-            return result
-        return [item for position, item in enumerate(items) if keep[position]]
-
-    drop_orphan_function_calls.__wrapped__ = original  # type: ignore[attr-defined]
-    drop_orphan_function_calls.__doc__ = original.__doc__
-    drop_orphan_function_calls.__qualname__ = getattr(
-        original, "__qualname__", "drop_orphan_function_calls"
-    )
-    drop_orphan_function_calls.__module__ = getattr(original, "__module__", __name__)
-    return drop_orphan_function_calls
-
-
-def _stored_history(items: list[Any], note: ReadNote) -> StoredHistory | list[Any]:
-    """Rule (e) of a history just read: kept with the session's kept history when the
-    read handed out that or a copy of it (extended by the rows read since), else read
-    now; the items themselves when reading them fails (the check then reports what is
-    wrong, as without this)."""
-    kept = note.stored_history(items)
-    if kept is not None:
-        return kept
-    try:
-        return StoredHistory(items)
-    except Exception:
-        return items
-
-
-def _reads_plainly(session: Any) -> bool:
-    """Whether one more item read costs nothing but the item: the SDK's SQLiteSession's
-    own ``get_items`` (a wrapping session, say an encrypted one, may scan on a budget)."""
-    sqlite = sys.modules.get("agents.memory.sqlite_session")
-    reader = getattr(getattr(sqlite, "SQLiteSession", None), "get_items", None)
-    return reader is not None and getattr(type(session), "get_items", None) is reader
-
-
 def make_guarded_dedupe(
-    dedupe: Callable[[Sequence[Any]], list[Any]], module: ModuleType, counts: GuardCounts
+    dedupe: Callable[[Sequence[Any]], list[Any]],
+    module: ModuleType,
+    counts: GuardCounts,
+    link: GuardLink,
 ) -> Callable[[Sequence[Any]], list[Any]]:
-    """``dedupe`` (the run loop's current binding), then the guard for model inputs."""
+    """``dedupe`` (the run loop's current binding), then the guard for model inputs; with
+    the checking pass ``link`` holds for ``dedupe``, one engine call does both."""
     callers = frozenset(getattr(module, name).__code__ for name in CALLERS)
     problems_of = backend_module.input_problems
-    checked = checked_dedupe_of(dedupe)
+    checked = link.checked_of(dedupe)
 
     def deduplicate_input_items_preferring_latest(items: Sequence[Any]) -> list[Any]:
+        # The caller's frame: the SDK calls the dedupe with the items alone, and the
+        # session and conversation tracker the repair needs are its caller's locals.
         frame = sys._getframe(1)
         if frame.f_code not in callers:
             return dedupe(items)
@@ -312,10 +91,10 @@ def make_guarded_dedupe(
             local.get("server_conversation_tracker") is not None
             or type(session).__name__ == SERVER_SESSION
         )
-        noted = _history.get()
-        if noted is None or noted[0] is not session or server:
-            noted = None
-        history = None if noted is None else noted[1]
+        read = noted()
+        if read is None or read[0] is not session or server:
+            read = None
+        history = None if read is None else read[1]
         deduping = time.perf_counter()
         # histcore's dedupe reads what the check needs in its own pass; else dedupe, check.
         pair: Any = NotImplemented
@@ -344,9 +123,9 @@ def make_guarded_dedupe(
         if (
             dropped
             and LOGGER.isEnabledFor(logging.WARNING)
-            and counts._first_time(_log_keys(session, result, dropped, ruled))
+            and counts._first_time(log_keys(session, result, dropped, ruled))
         ):
-            _log(session, result, dropped, ruled, None if noted is None else noted[2])
+            log(session, result, dropped, ruled, None if read is None else read[2])
         counts._note(
             len(dropped), [kind for _, kind, _ in ruled], started, dedupe_time, synthesized
         )
@@ -358,20 +137,14 @@ def make_guarded_dedupe(
         dedupe, "__qualname__", "deduplicate_input_items_preferring_latest"
     )
     deduplicate_input_items_preferring_latest.__module__ = getattr(dedupe, "__module__", __name__)
-    # Marks it as this installation's guard (read from __dict__: a Mock answers any getattr).
-    deduplicate_input_items_preferring_latest.histcore_guard = counts  # type: ignore[attr-defined]
+    link.record_guard(deduplicate_input_items_preferring_latest)
     return deduplicate_input_items_preferring_latest
-
-
-def guards_for(value: Any, counts: GuardCounts) -> bool:
-    """Whether ``value`` is a guarded dedupe of the installation counting in ``counts``."""
-    return getattr(value, "__dict__", {}).get("histcore_guard") is counts
 
 
 def make_guarded_filter(
     original: Callable[..., Any],
     module: ModuleType,
-    counts: GuardCounts,
+    link: GuardLink,
     reguard: Callable[[Any], None],
 ) -> Callable[..., Any]:
     """The run loop's ``maybe_filter_model_input``, which the model-input callers await
@@ -389,19 +162,17 @@ def make_guarded_filter(
     lookup, and no input goes out unchecked; a warning would leave every later input
     unchecked. The rebinding is recorded so that uninstall leaves the new binding itself.
     """
-    callers = frozenset(getattr(module, name).__code__ for name in CALLERS)
     namespace = vars(module)
 
+    # No look at the caller: the guard's group is recognised only where the model-input
+    # callers are the run loop's only users of the filter (``Group.private_to``).
     async def maybe_filter_model_input(*args: Any, **kwargs: Any) -> Any:
-        caller = sys._getframe(1).f_code
         filtered = await original(*args, **kwargs)
-        if caller not in callers:
-            return filtered
         given: Any = filtered.input
         if not isinstance(given, list) and _iterable_input(given):
             filtered.input = list(given)
         bound = namespace.get(DEDUPE)
-        if not guards_for(bound, counts):
+        if not link.is_guard(bound):
             reguard(bound)
         return filtered
 
@@ -481,103 +252,3 @@ def _repair(
         [*front, *items, *back], history=history, dangling=dangling
     )
     return [item for item in repaired if id(item) not in stand_ins]
-
-
-def _describe(position: int, item: Any) -> str:
-    if type(item) is not dict:
-        return f"input[{position}] ({type(item).__name__})"
-    parts = [f"input[{position}] {item.get('type', 'message')}"]
-    for key in ("id", "call_id"):
-        if isinstance(item.get(key), str):
-            parts.append(f"{key}={item[key]!r}")
-    return " ".join(parts)
-
-
-def _doctor_command(session: Any) -> str:
-    path = getattr(session, "db_path", None)
-    session_id = getattr(session, "session_id", None)
-    where = f"{path} --session {session_id}" if path and session_id else "<store>"
-    return f"histcore doctor --fix {where}"
-
-
-def _session_key(session: Any) -> Hashable:
-    """Who a warning is about: the store and session id (a server makes a new session
-    object per request for one conversation), else the object; None without a session."""
-    if session is None:
-        return None
-    session_id = getattr(session, "session_id", None)
-    if session_id is None:
-        return (type(session).__qualname__, id(session))
-    return (type(session).__qualname__, str(getattr(session, "db_path", "")), str(session_id))
-
-
-def _log_keys(
-    session: Any, items: list[Any], dropped: list[int], ruled: list[tuple[int, str, Any]]
-) -> list[Hashable]:
-    """One key per problem whose items were dropped (its kind and call_id or item id);
-    an item dropped by the cascade, with no problem of its own, keys by its own ids."""
-    owner = _session_key(session)
-    keys: list[Hashable] = [(owner, kind, detail) for _, kind, detail in ruled]
-    with_problem = {at for at, _, _ in ruled}
-    for at in dropped:
-        if at not in with_problem:
-            item = items[at]
-            ids = (item.get("id"), item.get("call_id")) if type(item) is dict else (None, None)
-            keys.append((owner, "unit", str(ids)))
-    return keys
-
-
-def _store_breaks(stored: list[Any] | None, ruled: list[tuple[int, str, Any]]) -> bool:
-    """Whether the stored history read for this turn breaks a rule the guard dropped
-    items for (so ``histcore doctor --fix`` has something to repair), or is unknown.
-    Never a rule read from the stored history itself (rule (e) and after: the store
-    keeps the order it defines), nor a call awaiting its output (a paused run, which the
-    doctor keeps). Runs only when a warning is logged: one engine pass over the read."""
-    if stored is None:
-        return True
-    wanted = {
-        (kind, detail)
-        for _, kind, detail in ruled
-        if PROBLEM_KINDS.get(kind) in _STORE_RULES and kind != "call_awaiting_output"
-    }
-    if not wanted:
-        return False
-    try:
-        found = backend_module.input_problems(stored)
-    except Exception:
-        return True
-    return any((kind, detail) in wanted for _, kind, detail in found)
-
-
-def _log(
-    session: Any,
-    items: list[Any],
-    dropped: list[int],
-    ruled: list[tuple[int, str, Any]],
-    stored: list[Any] | None,
-) -> None:
-    rules: dict[int, list[str]] = {}
-    for at, kind, _ in ruled:
-        rules.setdefault(at, []).append(f"{kind} (rule {PROBLEM_KINDS.get(kind, '?')})")
-    lines = [
-        f"{_describe(at, items[at])}: "
-        + (", ".join(rules[at]) if at in rules else "in the unit of a broken item")
-        for at in dropped
-    ]
-    session_id = getattr(session, "session_id", None)
-    if _store_breaks(stored, ruled):
-        cause = f"To repair the store: {_doctor_command(session)}"
-    else:
-        cause = (
-            "The stored history is fine: the input broke after it was read (a "
-            "session_input_callback, call_model_input_filter or session window)"
-        )
-    LOGGER.warning(
-        "histcore guard: dropped %d item(s) from the model input%s (the store is unchanged): "
-        "%s. %s. Logged once per session and problem; installation().guard counts every "
-        "repair.",
-        len(dropped),
-        f" of session {session_id!r}" if session_id is not None else "",
-        "; ".join(lines),
-        cause,
-    )

@@ -15,10 +15,8 @@ copies of whole histories (``_copies``).
 
 from __future__ import annotations
 
-import copy as stdlib_copy
 import functools
 import inspect
-import json as stdlib_json
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, cast
@@ -26,17 +24,18 @@ from typing import Any, cast
 from histcore.engine import _support as engine_support
 from histcore.engine import items as engine_items
 from histcore.engine.collector import paused_for
-from histcore.engine.exact_json import loads_like_stdlib
 from histcore.engine.vocabulary import all_exact_dicts
 from histcore.openai_agents._copies import deep_copy, dump_compatible_copy
+from histcore.openai_agents._guard_link import GuardLink
 from histcore.openai_agents._sorted_json import ENGINE_TEXT, sorted_json
-from histcore.openai_agents._watch import Watch
+from histcore.openai_agents._stand_ins import CopyModule, JsonModule
+from histcore.openai_agents._watch import Watch, intact
 
 __all__ = [
     "CopyModule",
     "JsonModule",
-    "checked_dedupe_of",
     "dressed_as",
+    "intact",
     "make_clone_original_input",
     "make_dedupe_key",
     "make_deduplicate",
@@ -64,16 +63,6 @@ def dressed_as(original: Callable[..., Any], call: Any, signature_of: Callable[.
     return dressed
 
 
-def _always() -> bool:
-    return True
-
-
-def intact(watch: Watch | None) -> Callable[[], bool]:
-    """The check a replacement makes before taking its own path: that nothing its
-    original looks up was rebound (``_watch``). Without a watch, always true."""
-    return _always if watch is None else watch.check.intact
-
-
 # --- dedupe ------------------------------------------------------------------------
 # The engine screens the input itself (``screened_*``: NotImplemented for what it cannot
 # answer exactly as the SDK does), so no Python pass runs over the items first.
@@ -93,11 +82,12 @@ def make_deduplicate(
     original: Callable[[Sequence[Any]], list[Any]],
     preferring_latest: bool,
     watch: Watch | None = None,
+    link: GuardLink | None = None,
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """A dedupe (first-wins, or latest-value) running the engine's on lists it screens.
 
-    Its ``checked_dedupe`` (see ``checked_dedupe_of``) also gives the model-input problems
-    of what it keeps, read in the same pass."""
+    Its checking pass, recorded in ``link``, also gives the model-input problems of what
+    it keeps, read in the same engine pass (``GuardLink.checked_of``)."""
     screened = engine_support.screened_deduplicate
     screened_checked = engine_support.screened_deduplicate_checked
     check = None if watch is None else watch.check
@@ -112,18 +102,9 @@ def make_deduplicate(
     def checked(items: Sequence[Any], history: Any) -> Any:
         return screened_checked(items, preferring_latest, check, history=history)
 
-    deduplicate.checked_dedupe = checked  # type: ignore[attr-defined]
+    if link is not None:
+        link.record(deduplicate, checked)
     return deduplicate
-
-
-def checked_dedupe_of(dedupe: Callable[..., Any]) -> Callable[[Sequence[Any], Any], Any] | None:
-    """For a dedupe of ``make_deduplicate``: a function of ``(items, history)`` giving
-    ``(dedupe(items), input_problems(dedupe(items), history=history))`` in one engine pass
-    (``history``: a ``StoredHistory`` or None), or NotImplemented where the engine's dedupe
-    declines (then the dedupe is the SDK's). None for any other function."""
-    return cast(
-        "Callable[[Sequence[Any], Any], Any] | None", getattr(dedupe, "checked_dedupe", None)
-    )
 
 
 # --- orphan pruning ----------------------------------------------------------------
@@ -303,114 +284,3 @@ def make_clone_original_input(
 ) -> Callable[[Any], Any]:
     """``_clone_original_input``: a deep copy of a run's list input, in C when provable."""
     return _copying_lists(original, deep_copy, watch)
-
-
-_ABSENT = object()
-
-
-class _ModuleStandIn:
-    """Stands in for a standard library module inside one SDK module: the calls it
-    speeds up are its own methods, every other attribute is the module's.
-
-    Its methods take their own path only while the module's functions they stand for
-    (``SPED_UP``) and what those look up are the ones seen when the watch was armed:
-    a patched ``json.loads`` or ``copy.deepcopy`` is called, as the SDK would.
-    """
-
-    SPED_UP: tuple[str, ...] = ()
-    _OWN = frozenset({"_real", "_unchanged", "_saved"})
-
-    def __init__(self, real: ModuleType, watch: Watch | None = None) -> None:
-        self._real = real
-        self._unchanged = intact(watch)
-        #: what the module held before a patch made through the stand-in (to undo it)
-        self._saved: dict[str, Any] = {}
-
-    # A patch made through the SDK module's name (``mock.patch("...session_persistence.
-    # copy.deepcopy", f)``, ``sqlite_session.json.dumps = f``) patches the module itself,
-    # as it does without the stand-in; the watch then sends every call to it.
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._OWN or name.startswith("__"):
-            object.__setattr__(self, name, value)  # the stand-in's own state (its class)
-            return
-        real = self._real
-        if getattr(value, "__self__", None) is self:
-            # A patch undone by putting back what getattr gave: the stand-in's method.
-            if name in self._saved:
-                self._restore(name)
-            return
-        self._saved.setdefault(name, vars(real).get(name, _ABSENT))
-        setattr(real, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        if name in self._saved:
-            self._restore(name)
-        else:
-            delattr(self._real, name)
-
-    def _restore(self, name: str) -> None:
-        before = self._saved.pop(name)
-        if before is _ABSENT:
-            delattr(self._real, name)
-        else:
-            setattr(self._real, name, before)
-
-    @classmethod
-    def watch_for(cls, real: ModuleType) -> Watch:
-        """A watch over the functions of ``real`` this stand-in speeds up."""
-        namespace = vars(real)
-        return Watch.over(
-            [namespace[name] for name in cls.SPED_UP], [(namespace, name) for name in cls.SPED_UP]
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    def __repr__(self) -> str:
-        return f"<histcore {type(self).__name__} over {self._real!r}>"
-
-
-class CopyModule(_ModuleStandIn):
-    """Stands in for ``copy``: ``deepcopy`` of a list of plain dict items is made in C
-    (``_copies.deep_copy``); every other call is the standard library's."""
-
-    SPED_UP = ("deepcopy",)
-
-    def __init__(self, real: ModuleType = stdlib_copy, watch: Watch | None = None) -> None:
-        super().__init__(real, watch)
-
-    def deepcopy(self, x: Any, *args: Any, **kwargs: Any) -> Any:
-        if not args and not kwargs and type(x) is list and self._unchanged():
-            copied = deep_copy(x)
-            if copied is not None:
-                return copied
-        return self._real.deepcopy(x, *args, **kwargs)
-
-
-class JsonModule(_ModuleStandIn):
-    """Stands in for ``json`` inside the SDK's SQLite session module.
-
-    ``loads(text)`` reads with orjson where that gives exactly what ``json.loads``
-    gives: text that may hold an integer beyond 64 bits (19 or more digits in a row,
-    which orjson would read as a float) and text orjson refuses (NaN and Infinity
-    tokens, lone surrogates, a BOM, other encodings, non-text values) go to the
-    standard library, so the SDK sees its results and exceptions. Every other call
-    (``dumps`` included, so stored text stays byte for byte the SDK's) is the standard
-    library's.
-    """
-
-    SPED_UP = ("loads",)
-
-    def __init__(self, real: ModuleType = stdlib_json, watch: Watch | None = None) -> None:
-        super().__init__(real, watch)
-
-    def reads_exactly(self) -> bool:
-        """Whether ``loads`` is this stand-in's, with what it stands for unchanged (so a
-        row it would read with orjson may be read with orjson directly)."""
-        return bool(self._unchanged())
-
-    def loads(self, s: Any, *args: Any, **kwargs: Any) -> Any:
-        kind = type(s)
-        if args or kwargs or (kind is not str and kind is not bytes) or not self._unchanged():
-            return self._real.loads(s, *args, **kwargs)
-        return loads_like_stdlib(s)

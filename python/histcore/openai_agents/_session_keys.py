@@ -12,7 +12,7 @@ replaced together).
 
 Rules: keys are remembered only after the callback returned, text keys only for exact
 dicts whose encoding ran no user code, and the group is replaced only where these names
-have no other users (``_patches``). Details: docs/design.md, "Drop-in accelerator"
+have no other users (``_table``: ``private_to``). Details: docs/design.md, "Drop-in accelerator"
 ("Session-callback keys").
 """
 

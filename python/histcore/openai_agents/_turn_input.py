@@ -24,20 +24,14 @@ from typing import Any
 
 from histcore.openai_agents._copies import dump_compatible_copy
 from histcore.openai_agents._replacements import intact, named_after, stripped_keys
-from histcore.openai_agents._versions import function_digest
+from histcore.openai_agents._versions import (
+    CONVERSION_DIGESTS,
+    PREPARE_MODEL_INPUT_DIGESTS,
+    function_digest,
+)
 from histcore.openai_agents._watch import Watch
 
-__all__ = [
-    "CONVERSION_DIGESTS",
-    "PREPARE_MODEL_INPUT_DIGESTS",
-    "make_prepare_turn_input_items",
-    "watch_for",
-]
-
-#: ``prepare_model_input_items`` as in openai-agents 0.22.0 - 0.24.0.
-PREPARE_MODEL_INPUT_DIGESTS = frozenset({"e59b30546d4a64a2"})
-#: ``ItemHelpers.input_to_new_input_list`` as in openai-agents 0.22.0 - 0.24.0.
-CONVERSION_DIGESTS = frozenset({"a46b1f5bac05fff8"})
+__all__ = ["make_prepare_turn_input_items", "watch_for"]
 
 PrepareTurnInput = Callable[[Any, Any, Any], list[Any]]
 

@@ -19,9 +19,12 @@ from types import ModuleType
 from typing import Any
 
 __all__ = [
+    "BATCH_PREPARE_DIGESTS",
+    "CONVERSION_DIGESTS",
     "DISTRIBUTION",
     "INSTALL_HINT",
     "KNOWN_SOURCE_DIGESTS",
+    "PREPARE_MODEL_INPUT_DIGESTS",
     "SUPPORTED",
     "function_digest",
     "is_supported",
@@ -66,6 +69,18 @@ KNOWN_SOURCE_DIGESTS: dict[str, frozenset[str]] = {
         }
     ),
 }
+
+
+#: ``prepare_input_with_session`` -> whether its history read asks for the compaction
+#: generation (from 0.22.1 on): the releases the batch preparation (``_prepare``) follows.
+BATCH_PREPARE_DIGESTS: dict[str, bool] = {
+    "42fdd1f8d309cc5e": False,  # 0.22.0
+    "6b38c2226f620961": True,  # 0.22.1 - 0.24.0
+}
+#: ``prepare_model_input_items`` as in openai-agents 0.22.0 - 0.24.0 (``_turn_input``).
+PREPARE_MODEL_INPUT_DIGESTS = frozenset({"e59b30546d4a64a2"})
+#: ``ItemHelpers.input_to_new_input_list`` as in openai-agents 0.22.0 - 0.24.0.
+CONVERSION_DIGESTS = frozenset({"a46b1f5bac05fff8"})
 
 
 def parse_version(text: str) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from histcore.engine import _support as engine_support
 
-__all__ = ["Watch", "looked_up", "names_used"]
+__all__ = ["Watch", "intact", "looked_up", "names_used"]
 
 # Names whose objects are typing constructs (``cast``, ``Any``): rebinding them does
 # not change what a helper computes.
@@ -150,3 +150,13 @@ class Watch:
             owner = namespace.get("__name__", "?")
             labels += map(".".join, zip(repeat(str(owner)), names, strict=False))
         return labels
+
+
+def _always() -> bool:
+    return True
+
+
+def intact(watch: Watch | None) -> Callable[[], bool]:
+    """The check a replacement makes before taking its own path: that nothing its
+    original looks up was rebound (``_watch``). Without a watch, always true."""
+    return _always if watch is None else watch.check.intact

@@ -1,17 +1,17 @@
 """Counting the calls that took histcore's own path, per replaced helper group.
 
 A proof comparing the SDK's outcomes with and without ``install()`` proves nothing about
-histcore if every replacement fell back to the SDK's original. So, with
-``HISTCORE_DROPIN_COUNTS`` set to a directory when ``install()`` runs, ``plan()`` builds
-each replacement of ``_patches.GROUPS`` over a counting stand-in of its original (each
-call a *fallback*) and binds a counting wrapper of the replacement (each call a
-*call*); a replacement falls back at most once a call, so ``calls - fallbacks`` is what
-histcore answered itself. The wrappers keep names, docstrings, signatures, globals and
-coroutine-ness, so the SDK, the builders and the watches see what they would.
+histcore if every replacement fell back to the SDK's original. So ``start(DIR)`` (the
+SDK-suite plugin, with ``HISTCORE_DROPIN_COUNTS=DIR``) hands the drop-in's binding a
+``wrap`` hook (``_patches.wrap_targets``): each replacement of ``_table.GROUPS`` that a
+later ``install()`` plans is built over a counting stand-in of its original (each call
+a *fallback*) and bound as a counting wrapper (each call a *call*); a replacement falls
+back at most once a call, so ``calls - fallbacks`` is what histcore answered itself.
+The wrappers keep names, docstrings, signatures, globals and coroutine-ness, so the
+SDK, the builders and the watches see what they would.
 
 Each process writes ``DIR/dropin-counts-<pid>.json`` at exit and on ``flush()``:
-``{"pid": ..., "groups": {group: {target: [calls, fallbacks]}}}``. Without the variable
-``counter()`` returns None and nothing here runs.
+``{"pid": ..., "groups": {group: {target: [calls, fallbacks]}}}``.
 """
 
 from __future__ import annotations
@@ -23,13 +23,18 @@ import json
 import os
 import threading
 import types
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENVIRONMENT", "Tally", "counter", "counts", "flush", "own_paths"]
+from histcore.openai_agents import _patches, _table
+
+__all__ = ["ENVIRONMENT", "Tally", "counts", "flush", "own_paths", "start", "stop", "wrap"]
 
 ENVIRONMENT = "HISTCORE_DROPIN_COUNTS"
 
-_MODULE = __name__
+# A histcore module's name for the wrappers, so that the watches (``_watch``) follow
+# ``__wrapped__`` through them to the SDK's code, as through histcore's own wrappers.
+_MODULE = "histcore.openai_agents"
 
 
 class Tally:
@@ -68,26 +73,56 @@ _tallies: dict[tuple[str, str], Tally] = {}
 _directory: str | None = None
 
 
-def counter(group: Any, target: str) -> Tally | None:
-    """The tally of ``group``'s ``target`` when counting is on (``HISTCORE_DROPIN_COUNTS``
-    set) and ``group`` is one of ``_patches.GROUPS``; else None."""
-    directory = os.environ.get(ENVIRONMENT)
-    if not directory:
-        return None
-    from histcore.openai_agents import _patches
-
-    if not any(group is known for known in _patches.GROUPS):
-        return None
+def start(directory: str) -> None:
+    """Count from the next ``install()`` on, writing to ``directory`` at exit."""
     global _directory
     with _LOCK:
         if _directory is None:
-            _directory = directory
             atexit.register(flush)
-        key = (str(group.name), target)
-        tally = _tallies.get(key)
+        _directory = directory
+    _patches.wrap_targets(wrap)
+
+
+def stop() -> None:
+    """Build later installs' replacements uncounted again (the counts so far stay)."""
+    _patches.wrap_targets(None)
+
+
+def _tally(group: str, target: str) -> Tally:
+    with _LOCK:
+        tally = _tallies.get((group, target))
         if tally is None:
-            tally = _tallies[key] = Tally(*key)
+            tally = _tallies[(group, target)] = Tally(group, target)
         return tally
+
+
+def wrap(
+    group: _patches.Group,
+    target: _patches.Target,
+    original: Any,
+    build: Callable[[Any], Any],
+    site: _patches.Site,
+) -> Any:
+    """The ``_patches.Wrap`` hook: a drop-in of ``_table.GROUPS`` built over a counting
+    original and bound counting; any other group (the guard's) as it is."""
+    if not any(group is known for known in _table.GROUPS):
+        return build(original)
+    tally = _tally(group.name, target.attr)
+    replacement = build(tally.original(original))
+    bound = tally.replacement(replacement)
+    link = site.context.link
+    checked = link.checked_of(replacement)
+    if checked is not None:
+        # The guard's dedupe that also checks: a call when the engine answered it (when it
+        # declines, the guard calls the dedupe itself, which counts as a call anyway).
+        def counted_checked(*args: Any) -> Any:
+            result = checked(*args)
+            if result is not NotImplemented:
+                tally.calls += 1
+            return result
+
+        link.record(bound, counted_checked)
+    return bound
 
 
 def counts() -> dict[str, dict[str, list[int]]]:
@@ -172,19 +207,7 @@ def _counting_replacement(replacement: Any, tally: Tally) -> Any:
         tally.calls += 1
         return replacement(*args, **kwargs)
 
-    dressed = _dressed(counted, replacement)
-    checked = getattr(replacement, "checked_dedupe", None)
-    if checked is not None:
-        # The guard's dedupe that also checks: a call when the engine answered it (when it
-        # declines, the guard calls the dedupe itself, which counts as above).
-        def counted_checked(*args: Any) -> Any:
-            result = checked(*args)
-            if result is not NotImplemented:
-                tally.calls += 1
-            return result
-
-        dressed.checked_dedupe = counted_checked
-    return dressed
+    return _dressed(counted, replacement)
 
 
 class _CountingModule:

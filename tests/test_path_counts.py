@@ -1,5 +1,6 @@
-"""``_path_counts``: with HISTCORE_DROPIN_COUNTS set at install, the calls that took
-histcore's own path are told apart from the fallbacks to the SDK's original; the SDK
+"""scripts/sdk_suite/path_counts.py: once started (the SDK-suite plugin does it with
+HISTCORE_DROPIN_COUNTS set), the calls that took histcore's own path are told apart
+from the fallbacks to the SDK's original, through the binding's ``wrap`` hook; the SDK
 sees the same names, signatures and kinds of callables; without it nothing changes."""
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ import agents.run_internal.items as sdk_items
 import agents.run_internal.session_persistence as sdk_session
 
 import histcore.openai_agents as accelerator
-from histcore.openai_agents import _patches, _path_counts
+from histcore.openai_agents import _patches, _table
 from histcore.openai_agents._replacements import CopyModule, JsonModule
+from histcore.openai_agents._watch import Watch
+from tests.support.sdk_suite import sdk_suite_module
+
+_path_counts = sdk_suite_module("path_counts")
 
 
 @pytest.fixture(autouse=True)
@@ -32,13 +37,14 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_path_counts, "_tallies", {})
     monkeypatch.setattr(_path_counts, "_directory", None)
     yield
+    _path_counts.stop()
     accelerator.uninstall()
 
 
 @pytest.fixture
-def counting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def counting(tmp_path: Path) -> Path:
     directory = tmp_path / "counts"
-    monkeypatch.setenv(_path_counts.ENVIRONMENT, str(directory))
+    _path_counts.start(str(directory))
     return directory
 
 
@@ -52,9 +58,7 @@ def bound() -> dict[str, Any]:
     }
 
 
-def test_without_the_variable_nothing_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(_path_counts.ENVIRONMENT, raising=False)
-    assert _path_counts.counter(_patches.GROUPS[0], "_dedupe_key") is None
+def test_without_start_nothing_is_counted() -> None:
     accelerator.install()
     assert _path_counts.counts() == {}
     sdk_items.deduplicate_input_items([{"type": "message", "id": "a"}])
@@ -62,8 +66,11 @@ def test_without_the_variable_nothing_is_counted(monkeypatch: pytest.MonkeyPatch
 
 
 def test_groups_other_than_the_drop_ins_are_not_counted(counting: Path) -> None:
-    other = _patches.Group(name="dedupe", module=_patches.ITEMS, targets=())
-    assert _path_counts.counter(other, "x") is None
+    other = _patches.Group(name="dedupe", module=_table.ITEMS, targets=())
+    target = _patches.Target("x", lambda original, site: original)
+    site = _patches.Site(sdk_items, {}, Watch(()), _patches.Context())
+    assert _path_counts.wrap(other, target, len, lambda given: given, site) is len
+    assert _path_counts.counts() == {}
 
 
 def test_the_sdk_sees_the_same_names_signatures_and_kinds(counting: Path) -> None:
@@ -71,7 +78,7 @@ def test_the_sdk_sees_the_same_names_signatures_and_kinds(counting: Path) -> Non
     counted = bound()
     accelerator.uninstall()
     originals = bound()
-    os.environ.pop(_path_counts.ENVIRONMENT)
+    _path_counts.stop()
     accelerator.install()
     plain = bound()
     for name, value in counted.items():
@@ -93,7 +100,7 @@ def test_the_watches_are_the_same(counting: Path) -> None:
     accelerator.install()
     with_counts = watched()
     accelerator.uninstall()
-    os.environ.pop(_path_counts.ENVIRONMENT)
+    _path_counts.stop()
     accelerator.install()
     assert with_counts == watched()
 
@@ -128,8 +135,24 @@ def test_a_module_stand_in_counts_its_own_reads_and_its_fallbacks(counting: Path
 def test_every_group_installed_has_a_tally_and_the_counts_are_written(counting: Path) -> None:
     accelerator.install()
     sdk_items.fingerprint_input_item({"a": 1})
-    assert set(_path_counts.counts()) == {group.name for group in _patches.GROUPS}
+    assert set(_path_counts.counts()) == {group.name for group in _table.GROUPS}
     _path_counts.flush()
     written = json.loads((counting / f"dropin-counts-{os.getpid()}.json").read_text())
     assert written["pid"] == os.getpid()
     assert written["groups"]["fingerprint"]["fingerprint_input_item"] == [1, 0]
+
+
+def test_the_guard_s_checking_pass_of_the_counted_dedupe_counts_its_calls(
+    counting: Path,
+) -> None:
+    accelerator.install(guard=True)
+    bound = sdk_items.deduplicate_input_items_preferring_latest
+    checked = accelerator._link.checked_of(bound)
+    assert checked is not None  # the wrap hook linked the counting wrapper too
+    items = [{"type": "message", "role": "user", "content": "q", "id": "m1"}]
+    before = _path_counts.counts()["dedupe"]["deduplicate_input_items_preferring_latest"]
+    kept, problems = checked(items, None)
+    assert kept == items
+    assert problems == []
+    after = _path_counts.counts()["dedupe"]["deduplicate_input_items_preferring_latest"]
+    assert after == [before[0] + 1, before[1]]
