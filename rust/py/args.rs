@@ -141,6 +141,9 @@ pub fn index_mask(
             type_name(value)?
         )));
     }
+    if let Some(mask) = range_mask(value, length)? {
+        return Ok(Some(mask));
+    }
     let mut mask = vec![false; length];
     for index in value.try_iter()? {
         let index = index?;
@@ -166,6 +169,44 @@ pub fn index_mask(
                 }
             }
         }
+    }
+    Ok(Some(mask))
+}
+
+/// The mask of a `range` (whose members are ints, its iteration running no Python code)
+/// without iterating it; None for anything else, or bounds beyond 64 bits.
+fn range_mask(value: &Bound<'_, PyAny>, length: usize) -> PyResult<Option<Vec<bool>>> {
+    // SAFETY: reads the type of a live object; `range` cannot be subclassed.
+    if unsafe { ffi::PyRange_Check(value.as_ptr()) } == 0 {
+        return Ok(None);
+    }
+    let mut bounds = [0_i128; 3];
+    for (bound, name) in bounds.iter_mut().zip(["start", "stop", "step"]) {
+        match value.getattr(name)?.extract::<i64>() {
+            Ok(read) => *bound = i128::from(read),
+            Err(_) => return Ok(None),
+        }
+    }
+    let [start, stop, step] = bounds;
+    let mut mask = vec![false; length];
+    let length = i128::try_from(length).expect("a list length fits i128");
+    // The members inside [0, length), from the first of them on, `step` (never 0) apart.
+    let ceil = |distance: i128, stride: i128| (distance + stride - 1) / stride * stride;
+    let (low, high, first) = if step > 0 {
+        let low = start.max(0);
+        (low, stop.min(length), start + ceil(low - start, step))
+    } else {
+        let high = start.min(length - 1) + 1;
+        (
+            stop.max(-1) + 1,
+            high,
+            start - ceil(start - (high - 1), -step),
+        )
+    };
+    let mut position = first;
+    while low <= position && position < high {
+        mask[usize::try_from(position).expect("inside the mask")] = true;
+        position += step;
     }
     Ok(Some(mask))
 }

@@ -1,7 +1,7 @@
 //! `prepared_model_input`: orphan pruning, the latest-value dedupe and the repair of what
 //! they keep, as a session turn runs them on its model input. Each item is walked once
 //! ([`Walk`]) for the facts of all three, and a stored history that is the items' own
-//! prefix is read from those walks too; anything else is read as the three functions read
+//! prefix is read from those facts too; anything else is read as the three functions read
 //! it, one after the other.
 
 use pyo3::prelude::*;
@@ -16,7 +16,7 @@ use super::field_scan::{Name, Names, Walk};
 use super::input_rules::{repair_input as repair, Dangling, FactReader, HistoryArg, StoredHistory};
 use super::orphans;
 use super::text::str_bytes;
-use crate::core::input_rules::{Facts, Stored};
+use crate::core::input_rules::{Class, Facts, Key, Stored};
 use crate::core::keys::{Field, ItemFields};
 use crate::core::orphans::{ItemFacts, Pruning};
 use crate::core::strings::Strings;
@@ -141,8 +141,13 @@ fn fused_kept(
             return Ok(None);
         };
         if position < prefix {
-            // SAFETY: as above.
-            unsafe { reader.read_stored_walked(&mut stored, &item, walk)? };
+            // What rules (e) and (f) read of a stored item, its type, role and id, the facts
+            // read already: a reasoning item is one of class Reasoning, and its id is the
+            // same string (pushed to the same strings).
+            stored.push(
+                item_facts.class == Class::Reasoning,
+                item_facts.id.map(Key::index),
+            );
         }
         pruned_facts.push(Some(orphan));
         facts.push(item_facts);

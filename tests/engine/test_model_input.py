@@ -289,3 +289,36 @@ def test_a_history_of_many_keys_or_odd_keys_answers_alike(
     _assert_composes(pure, core, items, items[:3])
     _assert_composes(pure, core, items[2:], [reasoning, {"type": "message", "id": "m1"}])
     _assert_composes(pure, core, [message], [many, reasoning, message])
+
+
+@PROPERTY
+@given(
+    items=repeated(sdk_histories(max_size=20)),
+    bounds=st.tuples(
+        st.integers(-30, 30) | st.integers(-(2**70), 2**70),
+        st.integers(-30, 30) | st.integers(-(2**70), 2**70),
+        st.integers(-7, 7).filter(bool) | st.integers(-(2**66), 2**66).filter(bool),
+    ).filter(lambda bounds: len(range(*bounds)[:1001]) <= 1000),
+)
+def test_a_range_of_positions_is_its_members(
+    pure: ModuleType, core: ModuleType, items: list[Any], bounds: tuple[int, int, int]
+) -> None:
+    # The engine reads a range's bounds instead of iterating it: the same positions, as
+    # pruning and as output pruning positions.
+    positions = range(*bounds)
+    for function in ("drop_orphan_function_calls", "prepared_model_input"):
+        expected = [
+            [id(item) for item in getattr(pure, function)(items, list(positions))],
+            [
+                id(item)
+                for item in getattr(pure, function)(
+                    items, None, output_pruning_indexes=list(positions)
+                )
+            ],
+        ]
+        for engine in (pure, core):
+            run = getattr(engine, function)
+            assert [
+                [id(item) for item in run(items, positions)],
+                [id(item) for item in run(items, None, output_pruning_indexes=positions)],
+            ] == expected
