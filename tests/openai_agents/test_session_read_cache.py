@@ -457,7 +457,7 @@ def test_a_table_without_autoincrement_is_read_whole(
 def test_items_too_deep_to_copy_are_handed_out_and_forgotten(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_session_read, "_copy", lambda items: None)
+    monkeypatch.setattr(_session_read, "copied", lambda items: None)
 
     async def scenario() -> None:
         session = SQLiteSession("s")

@@ -22,8 +22,8 @@ pytest.importorskip(
 from agents import SQLiteSession as SDKSQLiteSession
 
 import histcore.openai_agents as accelerator
-from histcore.openai_agents import _session_read
 from histcore.openai_agents._session_read import CHECK_ROWS_VARIABLE
+from histcore.sessions import _sqlite_freshness
 from tests.support.session_read import decode_calls
 
 # Sessions hold any JSON value here, not only the SDK's typed input items.
@@ -236,7 +236,7 @@ def test_a_replacement_with_the_same_inode_is_seen(
 ) -> None:
     # A file made after the old one's last descriptor closed may get its inode number:
     # the newest row kept no longer matches.
-    monkeypatch.setattr(_session_read, "_file_identity", lambda name: (1, 1))
+    monkeypatch.setattr(_sqlite_freshness, "file_identity", lambda name: (1, 1))
     test_a_replaced_file_is_read_whole(tmp_path, remove_and_create)
 
 

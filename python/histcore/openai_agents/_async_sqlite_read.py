@@ -1,15 +1,14 @@
 """The SDK's ``AsyncSQLiteSession.get_items``, through ``_session_read``'s kept histories.
 
-The unlimited read runs ``_session_read``'s check and fetch (same freshness rule, same
-kept items, same hand-out rules) as one function queued on the aiosqlite connection's
-own worker thread (``Connection._execute``), on its sqlite3 connection
-(``Connection._conn``): the worker runs queued calls one at a time, so nothing else
-runs on that connection meanwhile, and sqlite3's same-thread check (the SDK connects
-without turning it off) raises, and so sends the read to the SDK, were it run anywhere
-else. Both private names are checked by identity on each call (a class that replaced
-either gets the SDK's read). Rows decode as the SDK's loop does: only
-``json.JSONDecodeError`` is skipped. Limited reads, an overridden connection method, an
-open transaction, a custom ``row_factory`` and any error leave the read to the SDK.
+The unlimited read runs ``_session_read``'s check and fetch (the SQLite freshness rule
+of ``sessions/_sqlite_freshness``, the same kept items and hand-out rules) as one
+function queued on the aiosqlite connection's own worker thread
+(``Connection._execute``), on its sqlite3 connection (``Connection._conn``): the worker
+runs queued calls one at a time, and sqlite3's same-thread check (the SDK leaves it on)
+sends the read to the SDK were it run anywhere else. Both private names are checked by
+identity on each call. Rows decode as the SDK's loop does: only ``json.JSONDecodeError``
+is skipped. Limited reads, an overridden connection method, an open transaction, a
+custom ``row_factory`` and any error leave the read to the SDK.
 """
 
 from __future__ import annotations
@@ -18,15 +17,14 @@ import sqlite3
 from types import ModuleType
 from typing import Any
 
+from histcore.openai_agents._handouts import current_handout, current_note
 from histcore.openai_agents._replacements import intact, named_after
+from histcore.openai_agents._row_decode import decode_with
 from histcore.openai_agents._session_read import (
     GetItems,
     Histories,
     Reader,
     check_rows_wanted,
-    current_handout,
-    current_note,
-    decode_with,
     usable,
 )
 from histcore.openai_agents._watch import Watch

@@ -5,13 +5,13 @@ lock; ``sqlite.py`` puts it behind the async session API. The tables are the Ope
 Agents SDK's, made by the same statements (``_sqlite_schema``), so a database written
 by either library opens and continues in the other.
 
-Rules: the first operation connects (never the constructor), and a database SQLite
-cannot write is opened read-only; reads keep the decoded history (``HistoryCache``)
-and fetch only ``id > last_id`` unless ``data_version``, the row count or the rewrite
-generation say another writer changed it; every read hands out copies
-(``deep_copy_items``, collector paused); a batch is one ``BEGIN IMMEDIATE``
-transaction, encoded ``ENCODE_CHUNK`` items at a time. How and why: docs/design.md,
-"Sessions" ("The SQLite store").
+Rules: the first operation connects (never the constructor), a database SQLite cannot
+write is opened read-only, and a file replaced at the path is opened anew; reads keep
+the decoded history (``HistoryCache``) and fetch only ``id > last_id`` unless
+``data_version`` changed and the freshness rule (``_sqlite_freshness``) says the kept
+rows are not intact; every read hands out copies (``deep_copy_items``, collector
+paused); a batch is one ``BEGIN IMMEDIATE`` transaction, encoded ``ENCODE_CHUNK`` items
+at a time. How and why: docs/design.md, "Sessions" ("The SQLite store").
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 from histcore.engine.collector import collector_paused
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions import _sqlite_archive as archive
+from histcore.sessions import _sqlite_freshness as freshness
 from histcore.sessions import _sqlite_revisions as revisions
 from histcore.sessions import _sqlite_schema as schema
 from histcore.sessions._codec import encoded_chunks
@@ -50,7 +52,8 @@ __all__ = ["SQLiteStore", "read_only_error"]
 
 class SQLiteStore(SkipsCorruptRows):
     """One session's connection to a SQLite file, and its history cache (whose
-    ``stamp`` is the PRAGMA data_version it was last known to match)."""
+    ``stamp`` is the PRAGMA data_version it was last known to match, and ``freshness``
+    what ``_sqlite_freshness`` checks when that changed)."""
 
     def __init__(
         self,
@@ -80,6 +83,9 @@ class SQLiteStore(SkipsCorruptRows):
         # stalls the caller's event loop.
         self._ready = False
         self._read_only = False
+        # The connection's file: its name and (device, inode) when opened.
+        self._file_name = ""
+        self._file: tuple[int, int] | None = None
 
     # --- opening --------------------------------------------------------------------
 
@@ -87,6 +93,13 @@ class SQLiteStore(SkipsCorruptRows):
         """The connection, opened on first use (under the lock); SessionError when the
         file cannot be opened, and the next operation tries again."""
         self._open()
+        if self._ready and self._file_name and self._file_moved():
+            # Another file at the path (replaced, or removed and made again): the
+            # connection would go on reading and writing the old one.
+            self._ready = False
+            self._cache = None
+            self._skipped.clear()
+            self._conn.close()
         if not self._ready:
             try:
                 self._connect()
@@ -96,6 +109,9 @@ class SQLiteStore(SkipsCorruptRows):
                 ) from exc
             self._ready = True
         return self._conn
+
+    def _file_moved(self) -> bool:
+        return freshness.file_identity(self._file_name) != self._file
 
     def _connect(self) -> None:
         """Open the file for reading and writing, or read-only when it cannot be
@@ -158,6 +174,8 @@ class SQLiteStore(SkipsCorruptRows):
                 with self._write():
                     schema.create_tables(conn, sessions, messages)
             self._incremental = self._cache_history and schema.ids_never_reused(conn, messages)
+            self._file_name = freshness.database_file(conn)
+            self._file = freshness.file_identity(self._file_name)
             self._rows_per_insert = schema.insert_batch_size(conn)
             encoding = conn.execute("PRAGMA encoding").fetchone()[0]
             # Bytes may be cast to TEXT only where TEXT is stored as UTF-8.
@@ -253,34 +271,39 @@ class SQLiteStore(SkipsCorruptRows):
             if cache is not None:
                 self._decode_pending(cache)
                 if cache.stamp != version:
-                    if (
-                        self._rows_in_range(cache) == cache.rows
-                        and self._rewrites() == cache.rewrites
-                    ):
+                    if self._intact(cache):
                         self._fetch_newer(cache)
                     else:
                         cache = None  # rows we hold were removed or rewritten: start over
             if cache is None:
                 cache = self._empty_cache(version)
-                cache.rewrites = self._rewrites()
             cache.stamp = version
             if self._incremental:
                 self._cache = cache
             self._extend_back(cache, need)
         return cache
 
-    def _rewrites(self) -> int:
-        """How many times rows of this session were rewritten in place (the doctor)."""
-        return schema.rewrite_generation(self._conn, self.messages_table, self.session_id)
+    def _stamp(self) -> freshness.Stamp:
+        return freshness.stamp(self._conn, self.messages_table, self.session_id, self._file)
 
-    def _rows_in_range(self, cache: HistoryCache) -> int:
-        sql = f"SELECT COUNT(*) FROM {self.messages_table} WHERE session_id = ? AND id <= ?"
-        params: tuple[Any, ...] = (self.session_id, cache.last_id)
-        if cache.floor is not None:
-            sql += " AND id > ?"
-            params += (cache.floor,)
-        count: int = self._conn.execute(sql, params).fetchone()[0]
-        return count
+    def _newest(self, last_id: int) -> freshness.Row | None:
+        return freshness.newest_row(self._conn, self.messages_table, self.session_id, last_id)
+
+    def _intact(self, cache: HistoryCache) -> bool:
+        """Whether the cache's rows are still the table's (``_sqlite_freshness``)."""
+        if cache.freshness is None:
+            return False
+        intact, _ = freshness.unchanged(
+            self._conn,
+            self.messages_table,
+            self.session_id,
+            cache.freshness,
+            self._stamp(),
+            cache.rows,
+            cache.last_id,
+            cache.floor,
+        )
+        return intact
 
     def _fetch_newer(self, cache: HistoryCache) -> None:
         fetched = self._decode_query(
@@ -289,16 +312,24 @@ class SQLiteStore(SkipsCorruptRows):
             (self.session_id, cache.last_id),
         )
         cache.add_newer(fetched)
+        if fetched.rows and cache.freshness is not None:
+            cache.freshness.newest = self._newest(cache.last_id)
 
     def _empty_cache(self, version: int) -> HistoryCache:
         """A cache holding nothing yet, positioned at the newest row of the session."""
-        newest = self._conn.execute(
-            f"SELECT MAX(id) FROM {self.messages_table} WHERE session_id = ?",
-            (self.session_id,),
-        ).fetchone()[0]
+        if self._cache_history:
+            # The table may have been made again since: with or without AUTOINCREMENT.
+            self._incremental = schema.ids_never_reused(self._conn, self.messages_table)
+            if not self._incremental:
+                self._cache = None
+        newest = self._newest(freshness.AFTER_ALL)
+        now = None
+        if self._incremental:
+            now = self._stamp()
+            now.newest = newest
         if newest is None:
-            return HistoryCache(last_id=BEFORE_ALL, floor=None, stamp=version)
-        return HistoryCache(last_id=newest, floor=newest, stamp=version)
+            return HistoryCache(last_id=BEFORE_ALL, floor=None, stamp=version, freshness=now)
+        return HistoryCache(last_id=newest[0], floor=newest[0], stamp=version, freshness=now)
 
     def _decode_pending(self, cache: HistoryCache) -> None:
         """Decode the rows appended through this store (already counted in ``rows``):
@@ -420,6 +451,7 @@ class SQLiteStore(SkipsCorruptRows):
                         (self.session_id,),
                     )
                     last: int = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+                    newest = self._newest(last) if cache is not None else None
                     revision = revisions.record(
                         conn,
                         table,
@@ -443,26 +475,33 @@ class SQLiteStore(SkipsCorruptRows):
             finally:
                 if written.deferred:
                     conn.execute(f"PRAGMA wal_autocheckpoint={self._autocheckpoint}")
-            if cache is not None:
-                self._register_append(cache, written.rows, written.kept, sequence, last)
+            if cache is not None and not self._register_append(
+                cache, written.rows, written.kept, sequence, last, newest
+            ):
+                cache.stamp = -1  # data_version is never negative: re-check next read
             return written.deferred
 
+    @staticmethod
     def _register_append(
-        self,
         cache: HistoryCache,
         rows: int,
         texts: list[bytes] | None,
         sequence: tuple[int] | None,
         last: int,
-    ) -> None:
-        # AUTOINCREMENT under the write lock hands out seq+1 ... seq+n; if the
-        # sequence says otherwise, let the next read fetch the rows instead.
+        newest: freshness.Row | None,
+    ) -> bool:
+        """Note rows ``last - rows + 1 ... last`` appended through this store (``newest``:
+        the newest row with ``id <= last``, read in the write); False when the sequence
+        says they are not those (the next read must then check the table)."""
+        # AUTOINCREMENT under the write lock hands out seq+1 ... seq+n.
         first = last - rows + 1
         previous = 0 if sequence is None else sequence[0]
-        if previous + rows == last and first > cache.last_id:
-            cache.add_appended(first, rows, texts)
-        else:
-            cache.stamp = -1  # data_version is never negative: re-check next read
+        if previous + rows != last or first <= cache.last_id:
+            return False
+        cache.add_appended(first, rows, texts)
+        if cache.freshness is not None:
+            cache.freshness.newest = newest
+        return True
 
     def checkpoint(self) -> None:
         """Copy the WAL into the database without waiting for readers (PASSIVE)."""
@@ -494,12 +533,16 @@ class SQLiteStore(SkipsCorruptRows):
                                     conn, table, self.session_id, self._next_revision(), pop.removed
                                 )
                             conn.execute(f"DELETE FROM {table} WHERE id = ?", (pop.removed[0],))
+                    newest = self._newest(cache.last_id) if cache is not None else None
                     revisions.record(conn, table, self.session_id, changed=bool(pop.removed))
             except BaseException:
                 self._cache = None
                 raise
-            if cache is not None and not cache.forget_popped(pop.removed):
-                self._cache = None
+            if cache is not None:
+                if not cache.forget_popped(pop.removed):
+                    self._cache = None
+                elif cache.freshness is not None:
+                    cache.freshness.newest = newest
             return pop.item
 
     def clear(self) -> None:
@@ -532,7 +575,13 @@ class SQLiteStore(SkipsCorruptRows):
                 self._cache = None
             else:
                 # Ids are never reused, so nothing at or below last_id can reappear.
-                self._cache = HistoryCache(last_id=cache.last_id, floor=None, stamp=cache.stamp)
+                kept = cache.freshness
+                self._cache = HistoryCache(
+                    last_id=cache.last_id,
+                    floor=None,
+                    stamp=cache.stamp,
+                    freshness=None if kept is None else replace(kept, newest=None),
+                )
 
     def revision(self) -> int:
         """The session's revision (``_sqlite_revisions``); a change by another program
@@ -624,6 +673,9 @@ class SQLiteStore(SkipsCorruptRows):
                     )
                     # Before ``record``, whose upsert moves last_insert_rowid.
                     last = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+                    newest = None
+                    if cache is not None:
+                        newest = self._newest(last if texts else cache.last_id)
                     revision = revisions.record(conn, table, self.session_id, changed=True)
                     if self._keep_replaced and texts:
                         archive.note_write(
@@ -634,8 +686,11 @@ class SQLiteStore(SkipsCorruptRows):
                 raise
             if cache is None or not cache.forget_replaced(doomed):
                 self._cache = None  # rebuilt by the next read
-            elif texts:
-                self._register_append(cache, len(texts), texts, sequence, last)
+            elif not texts:
+                if cache.freshness is not None:
+                    cache.freshness.newest = newest
+            elif not self._register_append(cache, len(texts), texts, sequence, last, newest):
+                self._cache = None  # its newest row is not known: rebuilt by the next read
             return True
 
     def _next_revision(self) -> int:

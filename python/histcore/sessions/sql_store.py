@@ -19,12 +19,15 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from histcore.engine.collector import collector_paused
 from histcore.engine.items import deep_copy_items
 from histcore.sessions._codec import CorruptRow, decode_id_rows, decode_row
 from histcore.sessions.base import describe_session_id
+
+if TYPE_CHECKING:
+    from histcore.sessions._sqlite_freshness import Stamp
 
 __all__ = [
     "BEFORE_ALL",
@@ -118,9 +121,9 @@ class HistoryCache:
     # What the backend compares to know the cache still matches the table: SQLite's
     # PRAGMA data_version, PostgreSQL's session generation.
     stamp: int | None = None
-    # SQLite: the session's rewrite generation the cache was read under (see
-    # ``_sqlite_schema.note_rewrite``).
-    rewrites: int = 0
+    # SQLite: what the rows were read under (``_sqlite_freshness.Stamp``: the schema,
+    # the rewrite generation, the file, the newest row with id <= last_id).
+    freshness: Stamp | None = None
     # Rows appended through this store and not decoded yet: the session's rows in
     # (appended_after, last_id] (None: there are none). An append pays no decode, the
     # next read does it: from their JSON text, kept while it is small (pending_ids,
