@@ -311,10 +311,10 @@ async def test_values_json_writes_as_themselves_are_kept(backend: Backends) -> N
 
 
 def test_rows_that_are_no_text_at_all_are_corrupt() -> None:
-    from histcore.sessions._codec import decode_rows
+    from histcore.sessions._codec import decode_id_rows
 
     good = json.dumps(user("a")).encode()
-    ids, items, corrupt = decode_rows([(1, good), (2, None), (3, 42), (4, nested_text(300))])
+    ids, items, corrupt = decode_id_rows([(1, good), (2, None), (3, 42), (4, nested_text(300))])
     assert ids == [1]
     assert items == [user("a")]
     assert [row_id for row_id, _ in corrupt] == [2, 3, 4]
