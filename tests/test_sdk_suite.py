@@ -213,7 +213,8 @@ def test_paths_sum_the_processes_and_pass_when_every_group_took_its_own(
             {"fingerprint": {"fingerprint_input_item": [1, 0]}},
         ],
     )
-    assert suite.paths(lists, "9.9.9", directory) == 0
+    # Through the command line scripts/sdk-suite.sh calls.
+    assert suite.main(["paths", str(lists), "9.9.9", str(directory)]) == 0
     out = capsys.readouterr().out
     assert "3 process(es)" in out
     assert "dedupe" in out

@@ -336,11 +336,11 @@ def main(argv: list[str]) -> int:
         return files(Path(argv[1]), argv[2], Path(argv[3]), Path(argv[4]))
     if len(argv) >= 3 and argv[0] == "write-list":
         rest = argv[3:]
-        paths: tuple[str, ...] = ()
+        traced: tuple[str, ...] = ()
         if rest[:1] == ["--paths"] and len(rest) >= 2:
-            paths = tuple(filter(None, rest[1].split(",")))
+            traced = tuple(filter(None, rest[1].split(",")))
             rest = rest[2:]
-        return write_list(Path(argv[1]), argv[2], [Path(p) for p in rest], paths)
+        return write_list(Path(argv[1]), argv[2], [Path(p) for p in rest], traced)
     if len(argv) == 4 and argv[0] == "paths":
         return paths(Path(argv[1]), argv[2], Path(argv[3]))
     if len(argv) == 4 and argv[0] == "write-expected":
