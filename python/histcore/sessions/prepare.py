@@ -3,7 +3,8 @@
 ``prepare_input_with_session`` turns a turn's new input plus the session history into
 the model input and the items this turn must persist; ``save_turn_to_session``
 writes a finished turn. The item passes (deep copy, classification, orphan pruning,
-latest-value dedupe) are the engine's.
+latest-value dedupe, repair) are the engine's; without a callback, the last three read
+each item once (``prepared_model_input``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import inspect
 from itertools import repeat
 from typing import Any
 
+from histcore.engine._support import prepared_model_input
 from histcore.engine.collector import collector_paused
 from histcore.engine.input_rules import drop_units, input_problems, repair_input, window_start
 from histcore.engine.items import (
@@ -113,17 +115,31 @@ async def _window(session: Session, limit: int) -> list[Any]:
 
 
 async def _history(session: Session, limit: int | None) -> list[Any]:
-    """The session history as fresh objects this call owns, without SDK metadata."""
+    """The session history as fresh objects this call owns, not yet normalised."""
     if limit is None:
         items = await session.get_items()
         if not isinstance(items, list):
             items = list(items)
     else:
         items = await _window(session, limit)
+    if _returns_fresh_items(session):
+        return items
     with collector_paused():
-        if not _returns_fresh_items(session):
-            items = deep_copy_items(items)
-        return _normalise_all(items)
+        return deep_copy_items(items)
+
+
+def _plain_model_input(history: list[Any], new_copies: list[Any], limit: int | None) -> Any:
+    """The model input of a turn without a callback when every item is an exact dict
+    without the SDK's metadata keys (so normalising changes nothing): the general path's
+    orphan pruning, dedupe and repair in one engine call. NotImplemented otherwise."""
+    positions = range(len(history))
+    return prepared_model_input(
+        history + new_copies,
+        positions,
+        output_pruning_indexes=positions if limit is not None else None,
+        history=history,
+        without=METADATA_KEYS,
+    )
 
 
 async def prepare_input_with_session(
@@ -163,6 +179,13 @@ async def prepare_input_with_session(
     limit = resolve_limit(session, session_settings)
     history = await _history(session, limit)
     new_copies = deep_copy_items(new_items)
+    if session_input_callback is None:
+        model_input = _plain_model_input(history, new_copies, limit)
+        if model_input is not NotImplemented:
+            with collector_paused():
+                return model_input, deep_copy_items(new_items)
+    with collector_paused():
+        history = _normalise_all(history)
 
     if session_input_callback is None:
         combined = history + new_copies  # both normalised already
