@@ -125,7 +125,8 @@ async def _history(session: Session, limit: int | None) -> list[Any]:
     if _returns_fresh_items(session):
         return items
     with collector_paused():
-        return deep_copy_items(items)
+        copied: list[Any] = deep_copy_items(items)
+    return copied
 
 
 def _plain_model_input(history: list[Any], new_copies: list[Any], limit: int | None) -> Any:
