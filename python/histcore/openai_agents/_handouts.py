@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar, cast
@@ -23,6 +24,7 @@ __all__ = [
     "KeptHandout",
     "KeptItems",
     "ReadNote",
+    "can_keep",
     "copied",
     "current_handout",
     "current_note",
@@ -30,6 +32,17 @@ __all__ = [
     "kept_handout",
     "noting_reads",
 ]
+
+
+def can_keep(session: Any) -> bool:
+    """Whether a reader can keep a history for ``session``: kept histories are keyed by
+    the session object, weakly (hashable, weakly referenced)."""
+    try:
+        weakref.ref(session)
+        hash(session)
+    except TypeError:
+        return False
+    return True
 
 
 class KeptItems(Protocol):

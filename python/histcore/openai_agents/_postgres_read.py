@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
+from histcore.openai_agents._handouts import can_keep
 from histcore.openai_agents._session_read import fresh_copy
 from histcore.sessions._postgres_freshness import Freshness, Stamp
 
@@ -64,15 +65,7 @@ class PostgresHistories:
         self._kept: weakref.WeakKeyDictionary[Any, _Kept] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    @staticmethod
-    def can_keep(session: Any) -> bool:
-        """Whether ``session`` can be a key here (hashable, weakly referenced)."""
-        try:
-            weakref.ref(session)
-            hash(session)
-        except TypeError:
-            return False
-        return True
+    can_keep = staticmethod(can_keep)
 
     def forget(self, session: Any) -> None:
         with self._lock:

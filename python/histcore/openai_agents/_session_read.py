@@ -30,6 +30,7 @@ from histcore.engine.input_rules import StoredHistory
 from histcore.openai_agents._handouts import (
     KeptHandout,
     ReadNote,
+    can_keep,
     copied,
     current_handout,
     current_note,
@@ -280,15 +281,7 @@ class Histories:
         #: whether a read checks every kept row (``freshness.unchanged``)
         self.check = check
 
-    @staticmethod
-    def can_keep(session: Any) -> bool:
-        """Whether ``session`` can be a key here (hashable, weakly referenced)."""
-        try:
-            weakref.ref(session)
-            hash(session)
-        except TypeError:
-            return False
-        return True
+    can_keep = staticmethod(can_keep)
 
     def get(self, session: Any) -> _History | None:
         with self._guard:
