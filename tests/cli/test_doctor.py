@@ -369,7 +369,7 @@ def test_check_without_fix_never_writes(store: str) -> None:
 
 def test_store_written_by_the_sdk(tmp_path: Any) -> None:
     agents = pytest.importorskip("agents")
-    from histcore.cli.bench.sdk_conversation import SDKScriptedModel, lookup_tool
+    from histcore.cli.bench.sdk_turn import SDKScriptedModel, lookup_tool
 
     path = os.path.join(tmp_path, "sdk.db")
 

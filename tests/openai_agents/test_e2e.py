@@ -31,7 +31,7 @@ from openai.types.responses import ResponseFunctionToolCall
 import histcore.engine._support
 import histcore.items
 import histcore.openai_agents as accelerator
-from histcore.cli.bench.sdk_conversation import SDKScriptedModel, lookup_tool
+from histcore.cli.bench.sdk_turn import SDKScriptedModel, lookup_tool
 from histcore.openai_agents import _replacements, _session_keys
 from histcore.testing import generate_history
 from tests.support.sqlite import query

@@ -21,7 +21,7 @@ pytest.importorskip(
 from agents import Runner, SQLiteSession
 
 import histcore.openai_agents as accelerator
-from histcore.cli.bench.sdk_conversation import conversation_agent, run_config
+from histcore.cli.bench.sdk_turn import conversation_agent, run_config
 from histcore.engine import items as engine_items
 from histcore.openai_agents import _session_read
 from histcore.openai_agents.testing import SDKScriptedModel

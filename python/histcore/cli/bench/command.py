@@ -20,6 +20,7 @@ from histcore.cli.bench.engine import (
     run_suite,
 )
 from histcore.cli.bench.environment import Environment
+from histcore.cli.bench.outputs import output_problem, plot_problem
 from histcore.cli.bench.report import LINEARITY_LIMIT, render, to_json
 from histcore.cli.bench.units import format_seconds, size_label
 
@@ -158,27 +159,6 @@ def _plot_path(text: str) -> str:
             f"invalid plot path {text!r}: the file name must end in .png or .svg"
         )
     return text
-
-
-def _output_problem(option: str, path: str) -> str | None:
-    """Why ``path`` cannot be written to, checked before a long run; None if it can."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        return f"{option}: directory {os.path.dirname(path)!r} does not exist"
-    if os.path.isdir(path):
-        return f"{option}: {path!r} is a directory"
-    return None
-
-
-def _plot_problem(plot_path: str | None) -> str | None:
-    """Why --plot cannot be drawn (checked before any timing); None if it can."""
-    if plot_path is None:
-        return None
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return "--plot needs matplotlib: pip install 'histcore[plot]'"
-    return _output_problem("--plot", plot_path)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -368,8 +348,8 @@ def run(args: argparse.Namespace) -> int:
     json_path: str | None = args.json
     plot_path: str | None = args.plot
     # Checked first, so a long run is not lost to a typo in an output path.
-    problem = (None if json_path is None else _output_problem("--json", json_path)) or (
-        _plot_problem(plot_path)
+    problem = (None if json_path is None else output_problem("--json", json_path)) or (
+        plot_problem(plot_path)
     )
     if problem is not None:
         return _fail(problem)

@@ -22,13 +22,9 @@ from typing import Any, TextIO
 
 from histcore import openai_agents as accelerator
 from histcore.cli.bench import sdk_stores
-from histcore.cli.bench.sdk_conversation import (
-    CorrectnessError,
-    SDKScriptedModel,
-    session_turn,
-)
 from histcore.cli.bench.sdk_postgres import Server
 from histcore.cli.bench.sdk_stores import KINDS, Checked, Place, StoreKind
+from histcore.cli.bench.sdk_turn import CorrectnessError, SDKScriptedModel, session_turn
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
 

@@ -229,7 +229,7 @@ async def _round(kind: StoreKind, place: Place, mode: str, round_: int) -> Round
     from contextlib import nullcontext
 
     from histcore import openai_agents as accelerator
-    from histcore.cli.bench import sdk_conversation as bench
+    from histcore.cli.bench import sdk_turn as bench
 
     accelerator.uninstall()
     installation = None if mode == "plain" else accelerator.install(guard=mode == "guarded")
@@ -269,7 +269,7 @@ async def _warm_up(kind: StoreKind, place: Place, mode: str) -> None:
     """An untimed turn in ``mode``: the rounds then time a process that has run turns
     before (first calls, imports, the SDK's trace provider are behind it)."""
     from histcore import openai_agents as accelerator
-    from histcore.cli.bench import sdk_conversation as bench
+    from histcore.cli.bench import sdk_turn as bench
 
     accelerator.uninstall()
     if mode != "plain":

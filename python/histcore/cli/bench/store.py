@@ -25,6 +25,7 @@ from typing import TextIO
 
 from histcore import BACKEND
 from histcore.cli.bench.engine import OPERATIONS
+from histcore.cli.bench.outputs import plot_problem
 from histcore.cli.bench.store_plan import BadInput, Mismatch, Plan
 from histcore.cli.bench.store_report import render, to_json
 from histcore.cli.bench.store_timing import run_benchmark
@@ -95,9 +96,7 @@ def _plan(args: argparse.Namespace) -> Plan:
     _check_json_path(args.json)
     plot_path = getattr(args, "plot", None)
     if plot_path is not None:
-        from histcore.cli.bench.command import _plot_problem
-
-        problem = _plot_problem(plot_path)
+        problem = plot_problem(plot_path)
         if problem is not None:
             raise BadInput(problem)
         if args.no_reference or not _sdk_importable():
