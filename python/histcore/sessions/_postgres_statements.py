@@ -213,35 +213,7 @@ class SdkStatements:
         self.tables = sdk_schema(sessions, messages)
         self.tables_required = sdk_columns(sessions, messages)
         revisions, ops = f"{sessions}_revisions", f"{sessions}_op_ids"
-        # The revision side table keeps the freshness stamp (rows, digest) of the
-        # session's rows after the latest change it counted.
-        self.schema = [
-            f"""CREATE TABLE IF NOT EXISTS {revisions} (
-                session_id TEXT PRIMARY KEY,
-                revision BIGINT NOT NULL,
-                ops BIGINT NOT NULL DEFAULT 0,
-                rows BIGINT NOT NULL,
-                digest NUMERIC NOT NULL
-            )""",
-            f"""CREATE TABLE IF NOT EXISTS {ops} (
-                session_id TEXT NOT NULL,
-                op_id TEXT NOT NULL,
-                seq BIGINT NOT NULL,
-                PRIMARY KEY (session_id, op_id)
-            )""",
-            f"CREATE INDEX IF NOT EXISTS {ops}_seq ON {ops} (session_id, seq)",
-        ]
-        self.indexes = [f"{ops}_seq"]
-        self.required_columns: dict[str, dict[str, str | tuple[str, ...]]] = {
-            revisions: {
-                "session_id": "text",
-                "revision": "bigint",
-                "ops": "bigint",
-                "rows": "bigint",
-                "digest": "numeric",
-            },
-            ops: {"session_id": "text", "op_id": "text", "seq": "bigint"},
-        }
+        self._add_side_tables(revisions, ops)
         # The SDK's writers lock the session row first (creating it when missing), then
         # touch its updated_at; so do these.
         self.lock_or_create = (
@@ -321,3 +293,35 @@ class SdkStatements:
             "(session_id, first_id, last_id, revision) "
             f"SELECT %s, min(id), max(id), {following} FROM added HAVING count(*) > 0) {stamp}"
         )
+
+    def _add_side_tables(self, revisions: str, ops: str) -> None:
+        """The revision and op-id side tables: their statements and required columns."""
+        # The revision side table keeps the freshness stamp (rows, digest) of the
+        # session's rows after the latest change it counted.
+        self.schema = [
+            f"""CREATE TABLE IF NOT EXISTS {revisions} (
+                session_id TEXT PRIMARY KEY,
+                revision BIGINT NOT NULL,
+                ops BIGINT NOT NULL DEFAULT 0,
+                rows BIGINT NOT NULL,
+                digest NUMERIC NOT NULL
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS {ops} (
+                session_id TEXT NOT NULL,
+                op_id TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                PRIMARY KEY (session_id, op_id)
+            )""",
+            f"CREATE INDEX IF NOT EXISTS {ops}_seq ON {ops} (session_id, seq)",
+        ]
+        self.indexes = [f"{ops}_seq"]
+        self.required_columns: dict[str, dict[str, str | tuple[str, ...]]] = {
+            revisions: {
+                "session_id": "text",
+                "revision": "bigint",
+                "ops": "bigint",
+                "rows": "bigint",
+                "digest": "numeric",
+            },
+            ops: {"session_id": "text", "op_id": "text", "seq": "bigint"},
+        }

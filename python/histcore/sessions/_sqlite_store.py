@@ -379,6 +379,20 @@ class SQLiteStore(SkipsCorruptRows):
             return None
         return cache
 
+    def _sequence(self) -> tuple[int] | None:
+        """The messages table's AUTOINCREMENT counter (inside a write transaction)."""
+        row: tuple[int] | None = self._conn.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = ?", (self.messages_table,)
+        ).fetchone()
+        return row
+
+    def _touch_session(self) -> None:
+        """The session row's updated_at, as the SDK's writes set it."""
+        self._conn.execute(
+            f"UPDATE {self.sessions_table} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?",
+            (self.session_id,),
+        )
+
     def append(self, items: list[Any], op_id: str | None = None) -> bool:
         """Encode ``items`` and append them in one transaction: all of them or none.
 
@@ -409,13 +423,7 @@ class SQLiteStore(SkipsCorruptRows):
                     cache = self._cache_if_current()
                     if op_id is not None and revisions.applied(conn, table, self.session_id, op_id):
                         return False  # applied before: a retry stores nothing
-                    sequence = (
-                        conn.execute(
-                            "SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)
-                        ).fetchone()
-                        if cache is not None
-                        else None
-                    )
+                    sequence = self._sequence() if cache is not None else None
                     conn.execute(
                         f"INSERT OR IGNORE INTO {self.sessions_table} (session_id) VALUES (?)",
                         (self.session_id,),
@@ -445,11 +453,7 @@ class SQLiteStore(SkipsCorruptRows):
                         except TypeError as exc:
                             refused.append(exc)
                             raise
-                    conn.execute(
-                        f"UPDATE {self.sessions_table} SET updated_at = CURRENT_TIMESTAMP "
-                        "WHERE session_id = ?",
-                        (self.session_id,),
-                    )
+                    self._touch_session()
                     last: int = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
                     newest = self._newest(last) if cache is not None else None
                     revision = revisions.record(
@@ -641,13 +645,7 @@ class SQLiteStore(SkipsCorruptRows):
                         return False
                     if not doomed and not texts:
                         return True  # nothing changes
-                    sequence = (
-                        conn.execute(
-                            "SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)
-                        ).fetchone()
-                        if cache is not None and texts
-                        else None
-                    )
+                    sequence = self._sequence() if cache is not None and texts else None
                     if self._keep_replaced:
                         archive.archive(conn, table, self.session_id, revision + 1, doomed)
                     conn.executemany(
@@ -666,11 +664,7 @@ class SQLiteStore(SkipsCorruptRows):
                             cast=self._bind_bytes,
                             rows_per_insert=self._rows_per_insert,
                         )
-                    conn.execute(
-                        f"UPDATE {self.sessions_table} SET updated_at = CURRENT_TIMESTAMP "
-                        "WHERE session_id = ?",
-                        (self.session_id,),
-                    )
+                    self._touch_session()
                     # Before ``record``, whose upsert moves last_insert_rowid.
                     last = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
                     newest = None
