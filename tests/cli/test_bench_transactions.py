@@ -94,3 +94,15 @@ def test_the_command_refuses_what_does_not_go_with_it(
 ) -> None:
     assert main(["bench", "--transactions", "--allow-debug", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_pure_package_times_its_sessions_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The pure wheel has no histcore._core: its sessions are timed as they are.
+    monkeypatch.setattr("histcore.cli.bench.command.load_rust_engine", lambda: None)
+    argv = ["bench", "--transactions", "--sizes", "100", "--repeat", "1"]
+    assert main([*argv, "--scratch-dsn", require_pg().dsn]) == 0
+    assert "| SQLite | 10^2 |" in capsys.readouterr().out
+    assert main(["bench", "--stores", "sqlite"]) == 2
+    assert "go with --openai-agents or --transactions" in capsys.readouterr().err

@@ -317,11 +317,35 @@ def _run_openai_agents(
     )
 
 
+def _debug_refusal(build_profile: str) -> str:
+    return (
+        f"refusing to time a {build_profile} build of the Rust engine "
+        f"(histcore._core.build_profile = {build_profile!r}): its numbers would be "
+        "meaningless. Build a release wheel (pip install .), or pass --allow-debug "
+        "to run anyway with the output labelled as debug."
+    )
+
+
+def _mixed_options(args: argparse.Namespace) -> str | None:
+    """Why the options given do not go together; None when they do."""
+    if args.openai_agents and args.transactions:
+        return "--openai-agents and --transactions are separate runs"
+    if args.transactions and args.stores is not None:
+        return "--stores goes with --openai-agents"
+    if not (args.openai_agents or args.transactions) and (
+        args.stores is not None or args.scratch_dsn is not None
+    ):
+        return "--stores and --scratch-dsn go with --openai-agents or --transactions"
+    return None
+
+
 def _run_transactions(
     args: argparse.Namespace, given: tuple[int, ...] | None, json_path: str | None
 ) -> int:
-    if args.stores is not None:
-        return _fail("--stores goes with --openai-agents")
+    rust = load_rust_engine()  # None: the pure package, whose sessions are timed as they are
+    build_profile = None if rust is None else str(getattr(rust, "build_profile", "unknown"))
+    if build_profile not in (None, "release") and not args.allow_debug:
+        return _fail(_debug_refusal(str(build_profile)))
     from histcore.cli.bench import transactions
 
     try:
@@ -353,6 +377,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if problem is not None:
         return _fail(problem)
+    mixed = _mixed_options(args)
+    if mixed is not None:
+        return _fail(mixed)
+    if args.transactions:  # histcore's sessions, on whichever engine is active
+        return _run_transactions(args, given, json_path)
 
     rust = None
     build_profile: str | None = None
@@ -365,21 +394,10 @@ def run(args: argparse.Namespace) -> int:
             )
         build_profile = str(getattr(rust, "build_profile", "unknown"))
         if build_profile != "release" and not args.allow_debug:
-            return _fail(
-                f"refusing to time a {build_profile} build of the Rust engine "
-                f"(histcore._core.build_profile = {build_profile!r}): its numbers would be "
-                "meaningless. Build a release wheel (pip install .), or pass --allow-debug "
-                "to run anyway with the output labelled as debug."
-            )
+            return _fail(_debug_refusal(build_profile))
 
-    if args.openai_agents and args.transactions:
-        return _fail("--openai-agents and --transactions are separate runs")
     if args.openai_agents:
         return _run_openai_agents(args, sizes, given, json_path, plot_path)
-    if args.transactions:
-        return _run_transactions(args, given, json_path)
-    if args.stores is not None or args.scratch_dsn is not None:
-        return _fail("--stores and --scratch-dsn go with --openai-agents or --transactions")
 
     settings = Settings(
         sizes=sizes,
