@@ -76,10 +76,18 @@ def _start(made: Backends, hold: bool, ops: list[str]) -> subprocess.Popen[str]:
 
 
 def _end(child: subprocess.Popen[str]) -> str:
-    """Kill ``child`` unless it ended by itself; what it printed (its pipes closed)."""
+    """Kill ``child`` unless it ended by itself; what it printed that was not read yet
+    (its pipes closed). Read through the same buffered readers the test's ``readline``
+    used: ``communicate`` reads the pipes underneath them, and would lose lines already
+    buffered there."""
+    assert child.stdout is not None
+    assert child.stderr is not None
     if child.poll() is None:
         os.kill(child.pid, signal.SIGKILL)
-    out, errors = child.communicate(timeout=30)
+    with child.stdout, child.stderr:
+        out = child.stdout.read()
+        errors = child.stderr.read()
+    child.wait(timeout=30)
     assert child.returncode in (0, -signal.SIGKILL), errors
     return out
 
