@@ -335,9 +335,17 @@ def _store_rows(sdk: Results, size: int) -> list[list[str]]:
                 seconds(installed),
                 ratio(plain, installed),
                 *["-"] * 5,
+                peaks(turn.get("plain_peak_rss"), turn.get("installed_peak_rss")),
             ]
         )
     return rows
+
+
+def peaks(plain: Any, installed: Any) -> str:
+    """Two modes' peak RSS, in MB ("-" where the run did not measure it)."""
+    if not isinstance(plain, int) or not isinstance(installed, int):
+        return "-"
+    return f"{plain / 1e6:.0f} / {installed / 1e6:.0f} MB"
 
 
 def sdk_table(sdk: Results) -> list[str]:
@@ -349,6 +357,7 @@ def sdk_table(sdk: Results) -> list[str]:
         turn, fresh = turns.get(size, {}), first.get(size, {})
         plain, installed = median(turn.get("plain")), median(turn.get("installed"))
         new_session = median(turn.get("new_session"))
+        peak_rss = turn.get("peak_rss") if isinstance(turn.get("peak_rss"), dict) else {}
         fresh_plain, fresh_installed = median(fresh.get("plain")), median(fresh.get("installed"))
         # With other store kinds in the file, this row says which store it is.
         kind = ", SQLiteSession" if isinstance(sdk.data.get("stores"), list) else ""
@@ -363,6 +372,7 @@ def sdk_table(sdk: Results) -> list[str]:
                 seconds(median(turn.get("guarded"))),
                 f"{seconds(fresh_plain)} -> {seconds(fresh_installed)}",
                 ratio(fresh_plain, fresh_installed),
+                peaks(peak_rss.get("plain"), peak_rss.get("installed")),
             ]
         )
         rows += _store_rows(sdk, size)
@@ -376,6 +386,7 @@ def sdk_table(sdk: Results) -> list[str]:
         "`install(guard=True)`",
         "first turn of a fresh process",
         "ratio",
+        "peak RSS plain / installed",
     ]
     skipped = sdk.data.get("stores_skipped")
     notes = []

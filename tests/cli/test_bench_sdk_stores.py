@@ -101,9 +101,20 @@ def _timed(
         assert turn.installed.median > 0
         assert turn.plain is not None
         assert turn.speedup == turn.plain.median / turn.installed.median
+        if sys.platform.startswith("linux"):
+            # each mode's own process, which imports the SDK: tens of MB at least
+            assert turn.plain_rss is not None
+            assert turn.plain_rss > 10_000_000
+            assert turn.installed_rss is not None
+            assert turn.installed_rss > 10_000_000
     data = json.loads(json.dumps(to_json(result)))
     assert [entry["store"] for entry in data["stores"]] == list(stores)
-    assert "per store kind" in render(result)
+    assert [entry["installed_peak_rss"] for entry in data["stores"]] == [
+        turn.installed_rss for turn in result.stores
+    ]
+    text = render(result)
+    assert "per store kind" in text
+    assert "peak RSS plain / installed" in text
     return result, processes
 
 
@@ -138,6 +149,7 @@ def test_the_postgres_store_kinds_are_checked_and_timed_in_processes_of_their_ow
     theirs, ours = result.stores
     assert ours.plain_store == "sqlalchemy-postgres"
     assert ours.plain is theirs.plain
+    assert ours.plain_rss == theirs.plain_rss
     assert to_json(result)["stores"][-1]["label"] == "histcore PostgresSession, PostgreSQL"
     assert "(histcore PostgresSession, PostgreSQL: its plain SDK column is SQLAlchemySession" in (
         render(result)

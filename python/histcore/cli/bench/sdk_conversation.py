@@ -28,7 +28,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from agents import SQLiteSession
 from agents.items import TResponseInputItem
@@ -52,6 +52,9 @@ from histcore.items import repair_input
 from histcore.openai_agents._versions import sdk_version
 from histcore.openai_agents.testing import SDKScriptedModel
 from histcore.testing_histories import generate_history
+
+if TYPE_CHECKING:
+    from histcore.cli.bench.sdk_store_turns import Reference
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -122,6 +125,8 @@ class TurnTiming:
     installed_dedupe: Timing | None = None
     #: In-process turns only: installed, through a new session object (a full read).
     new_session: Timing | None = None
+    #: In-process turns only: each mode's process peak RSS in bytes (``sdk_stores``).
+    peak_rss: dict[str, int | None] | None = None
 
     @property
     def speedup(self) -> float:
@@ -221,18 +226,18 @@ def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: Text
     samples: dict[str, list[float]] = {mode: [] for mode in MODES}
     guard_times: list[float] = []
     installed_dedupes: list[float] = []
+    peaks: dict[str, int | None] = {}
     for mode, values in samples.items():
         progress.write(f"  {repeat} {mode} turn(s), a process of their own")
         progress.flush()
         path = os.path.join(workdir, f"timed-{mode.replace(' ', '-')}.db")
         shutil.copyfile(store, path)
         try:
-            rounds = sdk_stores.time_mode(
-                sdk_stores.KINDS["sqlite"], Place(path=path), mode, repeat
-            )
+            timed = sdk_stores.time_mode(sdk_stores.KINDS["sqlite"], Place(path=path), mode, repeat)
         finally:
             os.remove(path)
-        for seconds, guard_seconds, dedupe_seconds in rounds:
+        peaks[mode] = timed.peak_rss
+        for seconds, guard_seconds, dedupe_seconds in timed.rounds:
             values.append(seconds)
             if mode == "guarded":
                 guard_times.append(guard_seconds + dedupe_seconds)
@@ -247,6 +252,7 @@ def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: Text
         guard_time=_median_timing(guard_times),
         installed_dedupe=_median_timing(installed_dedupes),
         new_session=_median_timing(samples["new session"]),
+        peak_rss=peaks,
     )
 
 
@@ -365,7 +371,7 @@ def run_benchmark(
             out.write(f"skipping {KINDS[name].label}: {reason}\n")
         others = [k for k in kinds if k.name != "sqlite" and k.name not in result.skipped]
         for size in sizes:
-            references: dict[str, tuple[Checked, Timing]] = {}
+            references: dict[str, Reference] = {}
             if "sqlite" in stores:
                 _sqlite_turns(result, size, repeat, tmp, out, references)
             history = generate_history(size, 0, refresh_reasoning=False) if others else []
@@ -384,7 +390,7 @@ def _sqlite_turns(
     repeat: int,
     tmp: str,
     out: TextIO,
-    references: dict[str, tuple[Checked, Timing]],
+    references: dict[str, Reference],
 ) -> None:
     """The SDK's SQLiteSession at ``size``: every mode, and the first turns."""
     from histcore.cli.bench.sdk_store_turns import CHECK_MESSAGE, StoreTurn
@@ -397,8 +403,19 @@ def _sqlite_turns(
     checked = _check_turn_pair(store, tmp, CHECK_MESSAGE)
     turn = _time_turns(store, size, repeat, tmp, out)
     result.turns.append(turn)
-    references["sqlite"] = (checked, turn.plain)
-    result.stores.append(StoreTurn("sqlite", size, turn.plain, turn.installed, "sqlite"))
+    peaks = turn.peak_rss or {}
+    references["sqlite"] = (checked, turn.plain, peaks.get("plain"))
+    result.stores.append(
+        StoreTurn(
+            "sqlite",
+            size,
+            turn.plain,
+            turn.installed,
+            "sqlite",
+            plain_rss=peaks.get("plain"),
+            installed_rss=peaks.get("installed"),
+        )
+    )
     result.first_turns.append(time_first_turns(store, size, repeat, tmp, out))
     os.remove(store)
 
@@ -462,15 +479,17 @@ def _store_lines(result: SdkBenchResult) -> list[str]:
     """The same turn per store kind, plain SDK against install()."""
     lines = [
         "per store kind (the same history, each mode a process of its own on its own copy):",
-        f"{'store':<42}  {'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}",
+        f"{'store':<42}  {'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}"
+        f"  {'peak RSS plain / installed':>26}",
     ]
     for turn in result.stores:
         label = KINDS[turn.store].label
         plain = "-" if turn.plain is None else format_seconds(turn.plain.median)
         speedup = "-" if turn.speedup is None else f"{turn.speedup:.1f}x"
+        peaks = f"{_megabytes(turn.plain_rss)} / {_megabytes(turn.installed_rss)}"
         lines.append(
             f"{label:<42}  {size_label(turn.size):>8}  {plain:>10}  "
-            f"{format_seconds(turn.installed.median):>10}  {speedup:>7}"
+            f"{format_seconds(turn.installed.median):>10}  {speedup:>7}  {peaks:>26}"
         )
     for turn in result.stores:
         if turn.plain is not None and turn.plain_store != turn.store:
@@ -479,8 +498,13 @@ def _store_lines(result: SdkBenchResult) -> list[str]:
                 f"{KINDS[turn.plain_store].label})"
             )
             break
+    lines.append("(peak RSS: the process that ran a mode's turns, its untimed turn included)")
     lines += [f"skipped {KINDS[name].label}: {why}" for name, why in result.skipped.items()]
     return lines
+
+
+def _megabytes(peak: int | None) -> str:
+    return "-" if peak is None else f"{peak / 1e6:.1f} MB"
 
 
 def _turn_json(turn: TurnTiming) -> dict[str, Any]:
@@ -494,6 +518,8 @@ def _turn_json(turn: TurnTiming) -> dict[str, Any]:
         data["plain_gc"], data["installed_gc"] = (timing.to_json() for timing in turn.collector)
     if turn.guarded is not None:
         data["guarded"] = turn.guarded.to_json()
+    if turn.peak_rss is not None:
+        data["peak_rss"] = dict(turn.peak_rss)
     if turn.guard_time is not None and turn.installed_dedupe is not None:
         data["guard_time"] = turn.guard_time.to_json()
         data["installed_dedupe"] = turn.installed_dedupe.to_json()

@@ -28,9 +28,13 @@ from histcore.cli.bench.sdk_turn import CorrectnessError, SDKScriptedModel, sess
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
 
-__all__ = ["CHECK_MESSAGE", "StoreTurn", "skipped_kinds", "time_kind"]
+__all__ = ["CHECK_MESSAGE", "Reference", "StoreTurn", "skipped_kinds", "time_kind"]
 
 CHECK_MESSAGE = "Lisbon and Oslo"
+
+
+#: Per kind already timed at a size: its plain check turn, plain timing and plain peak RSS.
+Reference = tuple[Checked, Timing, "int | None"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ class StoreTurn:
     installed: Timing
     #: The kind whose plain turn ``plain`` is (its own, or the SDK store it replaces).
     plain_store: str
+    #: Peak RSS in bytes of the process that ran each mode's turns (None: not known).
+    plain_rss: int | None = None
+    installed_rss: int | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -57,6 +64,8 @@ class StoreTurn:
             "plain_store": self.plain_store,
             "installed": self.installed.to_json(),
             "speedup": self.speedup,
+            "plain_peak_rss": self.plain_rss,
+            "installed_peak_rss": self.installed_rss,
         }
 
 
@@ -144,7 +153,7 @@ def time_kind(
     repeat: int,
     workdir: str,
     server: Server,
-    references: dict[str, tuple[Checked, Timing]],
+    references: dict[str, Reference],
     progress: TextIO,
 ) -> StoreTurn:
     """Check, then time ``kind`` at ``size``. ``references`` holds, per kind already run
@@ -165,23 +174,34 @@ def time_kind(
             # Another store with the same history: the same answer, input and items.
             _compare(kind, references[against][0], installed_check, f"on {KINDS[against].label}")
         timings: dict[str, Timing] = {}
+        peaks: dict[str, int | None] = {}
         for mode, place in places.items():
             progress.write(f"  {kind.label}: {repeat} {mode} turn(s), a process of their own")
             progress.flush()
-            rounds = sdk_stores.time_mode(kind, place, mode, repeat)
-            timings[mode] = median_timing([seconds for seconds, _, _ in rounds])
+            timed = sdk_stores.time_mode(kind, place, mode, repeat)
+            timings[mode] = median_timing([seconds for seconds, _, _ in timed.rounds])
+            peaks[mode] = timed.peak_rss
             progress.write(f" {format_seconds(timings[mode].median)}\n")
     finally:
         accelerator.uninstall()
         _cleanup(places)
     plain = timings.get("plain")
+    plain_rss = peaks.get("plain")
     if plain is not None:
-        references[kind.name] = (plain_check, plain)
+        references[kind.name] = (plain_check, plain, plain_rss)
         plain_store = kind.name
     else:
-        plain = references[against][1] if against in references else None
+        plain, plain_rss = references[against][1:] if against in references else (None, None)
         plain_store = against if plain is not None else kind.name
-    turn = StoreTurn(kind.name, size, plain, timings["installed"], plain_store)
+    turn = StoreTurn(
+        kind.name,
+        size,
+        plain,
+        timings["installed"],
+        plain_store,
+        plain_rss=plain_rss,
+        installed_rss=peaks["installed"],
+    )
     progress.write(
         f"  {kind.label} at {size_label(size)} items: "
         f"{'-' if turn.speedup is None else f'{turn.speedup:.1f}x'}\n"

@@ -32,10 +32,12 @@ __all__ = [
     "Checked",
     "Place",
     "StoreKind",
+    "TimedMode",
     "close_session",
     "fill",
     "missing",
     "open_session",
+    "peak_rss",
     "read_items",
     "time_mode",
 ]
@@ -299,8 +301,29 @@ kind, place, mode, repeat = json.loads(sys.argv[1])
 rounds = sdk_stores._rounds(
     sdk_stores.KINDS[kind], sdk_stores.Place(**place), mode, repeat
 )
-print(json.dumps(rounds))
+print(json.dumps([rounds, sdk_stores.peak_rss()]))
 """
+
+
+def peak_rss() -> int | None:
+    """This process's peak resident set size in bytes so far (None where the platform
+    does not say: ``resource`` is POSIX only)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
+@dataclass(frozen=True)
+class TimedMode:
+    """A mode's rounds in their own process, and that process's peak RSS (bytes), which
+    covers its warm-up turn and every round."""
+
+    rounds: list[RoundResult]
+    peak_rss: int | None
 
 
 class ChildFailed(Exception):
@@ -309,7 +332,7 @@ class ChildFailed(Exception):
 
 def time_mode(
     kind: StoreKind, place: Place, mode: str, repeat: int, run: Callable[..., Any] = subprocess.run
-) -> list[RoundResult]:
+) -> TimedMode:
     """``repeat`` rounds of ``mode`` on ``place``, in a new Python process."""
     argument = json.dumps([kind.name, place.to_json(), mode, repeat])
     done = run(
@@ -320,5 +343,7 @@ def time_mode(
     )
     if done.returncode != 0:
         raise ChildFailed(f"the {mode} turns on {kind.label} failed:\n{done.stderr}")
-    rounds = json.loads(done.stdout.strip().splitlines()[-1])
-    return [(float(a), float(b), float(c)) for a, b, c in rounds]
+    rounds, peak = json.loads(done.stdout.strip().splitlines()[-1])
+    return TimedMode(
+        [(float(a), float(b), float(c)) for a, b, c in rounds], None if peak is None else int(peak)
+    )
