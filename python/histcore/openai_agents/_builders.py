@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from histcore.openai_agents import _async_sqlite_read as async_sqlite_read
+from histcore.openai_agents import _encrypted_read as encrypted_read
 from histcore.openai_agents import _guard as guard
 from histcore.openai_agents import _guard_history as guard_history
 from histcore.openai_agents import _prepare_input as preparing
@@ -133,6 +134,10 @@ def async_sqlite_get_items(original: Any, site: Site) -> Any:
 
 def sqlalchemy_get_items(original: Any, site: Site) -> Any:
     return sqlalchemy_read.make_get_items(original, site.module, site.watch)
+
+
+def encrypted_unwrap_valid_items(original: Any, site: Site) -> Any:
+    return encrypted_read.make_unwrap_valid_items(original, site.module, site.watch)
 
 
 def turn_input_items(original: Any, site: Site) -> Any:

@@ -22,6 +22,7 @@ from histcore.engine.vocabulary import (
 )
 from histcore.openai_agents import _async_sqlite_read as async_sqlite_read
 from histcore.openai_agents import _builders as builders
+from histcore.openai_agents import _encrypted_read as encrypted_read
 from histcore.openai_agents import _guard as guard
 from histcore.openai_agents import _guard_history as guard_history
 from histcore.openai_agents import _prepare as prepare
@@ -45,6 +46,7 @@ RUN_STATE = f"{PACKAGE}.run_state"
 SQLITE_SESSION = f"{PACKAGE}.memory.sqlite_session"
 ASYNC_SQLITE_SESSION = f"{PACKAGE}.extensions.memory.async_sqlite_session"
 SQLALCHEMY_SESSION = f"{PACKAGE}.extensions.memory.sqlalchemy_session"
+ENCRYPTED_SESSION = f"{PACKAGE}.extensions.memory.encrypt_session"
 # Modules that import a replaced function (``bind`` finds them itself; listed for the doc).
 RUN = f"{PACKAGE}.run"
 PUBLIC_ITEMS = f"{PACKAGE}.items"
@@ -285,6 +287,27 @@ GROUPS: tuple[Group, ...] = (
                 everywhere=False,
                 owner="SQLAlchemySession",
                 watch=sqlalchemy_read.watch_for,
+            ),
+        ),
+    ),
+    Group(
+        name="encrypted_read",
+        module=ENCRYPTED_SESSION,
+        about="`EncryptedSession`'s decryption of what the wrapped store read",
+        needs=("cryptography",),
+        sources=(
+            "_is_encrypted_envelope",
+            "EncryptedSession._unwrap",
+            "EncryptedSession._unwrap_valid_items",
+        ),
+        digests=KNOWN_SOURCE_DIGESTS["encrypted_read"],
+        targets=(
+            Target(
+                "_unwrap_valid_items",
+                builders.encrypted_unwrap_valid_items,
+                everywhere=False,
+                owner="EncryptedSession",
+                watch=encrypted_read.watch_for,
             ),
         ),
     ),

@@ -59,6 +59,8 @@ KNOWN_SOURCE_DIGESTS: dict[str, frozenset[str]] = {
     # get_items reads through _session() (a shared-connection guard) from 0.23.0 on
     "sqlalchemy_read": frozenset({"1f37a5e180eb5c02", "faf0e72098ce0b7a"}),
     "turn_input": frozenset({"69a720eee4639e9f"}),
+    # EncryptedSession._unwrap stopped passing plaintext items through in 0.23.0
+    "encrypted_read": frozenset({"ecebeecce3302b23", "a8d9d3d656d03cbd"}),
     # prepare_input_with_session changed in 0.22.1 (compaction generation capture) and
     # strip_internal_input_item_metadata in 0.23.0 (also drops created_by)
     "session_keys": frozenset(
