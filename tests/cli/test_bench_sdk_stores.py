@@ -245,3 +245,17 @@ def test_the_readme_table_has_a_row_per_store_kind() -> None:
     assert "Not timed in that run: async-sqlite: needs aiosqlite" in "\n".join(
         readme_tables.sdk_table(results)
     )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's fork and exec")
+def test_a_timing_process_reports_its_own_peak_not_its_parents() -> None:
+    """Linux carries ru_maxrss over fork and exec: a child of a large bench process
+    would report the parent's peak as its own."""
+    import subprocess
+
+    block = bytearray(200 * 1024 * 1024)
+    block[::4096] = b"\1" * len(block[::4096])  # touched: resident
+    child = "from histcore.cli.bench.sdk_stores import peak_rss; print(peak_rss())"
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    assert 0 < int(done.stdout) < 150 * 1024 * 1024
+    del block

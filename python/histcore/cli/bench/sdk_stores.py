@@ -306,14 +306,25 @@ print(json.dumps([rounds, sdk_stores.peak_rss()]))
 
 
 def peak_rss() -> int | None:
-    """This process's peak resident set size in bytes so far (None where the platform
-    does not say: ``resource`` is POSIX only)."""
+    """This process's peak resident set size in bytes so far, or None where the platform
+    does not say.
+
+    Linux: ``VmHWM``, the high-water mark of this program's own memory. Not
+    ``ru_maxrss``: Linux carries it over from the parent through fork and exec, so a
+    child of a large bench process would report the parent's peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     try:
         import resource
     except ImportError:
         return None
+    # macOS reports bytes, other systems KiB.
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes.
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 
 
