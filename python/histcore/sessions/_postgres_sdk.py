@@ -21,9 +21,9 @@ from psycopg_pool import PoolTimeout
 from histcore.exceptions import SessionError
 from histcore.sessions._postgres_freshness import Freshness, Stamp, psycopg_execute
 from histcore.sessions._postgres_pools import Pool
+from histcore.sessions._postgres_replace import ReplaceSteps
 from histcore.sessions._postgres_schema import ensure_tables
 from histcore.sessions._postgres_statements import SdkStatements
-from histcore.sessions._transactions import doomed_rows
 from histcore.sessions.base import InputItem
 from histcore.sessions.sql_store import (
     FETCH_CHUNK,
@@ -34,7 +34,7 @@ from histcore.sessions.sql_store import (
 )
 from histcore.sessions.transcript import TranscriptEntry, merge
 
-__all__ = ["SdkLayout"]
+__all__ = ["SdkLayout", "SdkReplace"]
 
 _T = TypeVar("_T")
 _AFTER_ALL = 2**63 - 1
@@ -271,45 +271,6 @@ class SdkLayout:
 
         return await self._finish("revision", read)
 
-    async def _sdk_replace(
-        self,
-        pool: Pool,
-        start: int,
-        texts: list[str],
-        expected_revision: int,
-        from_end: bool,
-        prune_prefix: Callable[[Any], bool] | None,
-    ) -> bool:
-        await self._sdk_side_tables(pool)
-        sql, sid = self._sdk, self.session_id
-
-        async def replace() -> bool:
-            async with pool.connection() as conn, conn.transaction():
-                await conn.execute(sql.lock_or_create, (sid,))
-                if await self._sdk_count(conn) != expected_revision:
-                    return False
-                cursor = await conn.execute(sql.all_rows, (sid,))
-                rows = self._decoded(list(await cursor.fetchall()))
-                doomed = doomed_rows(
-                    rows.ids, rows.items, start, from_end=from_end, prune_prefix=prune_prefix
-                )
-                if doomed is None:
-                    return False
-                if not doomed and not texts:
-                    return True  # nothing changes
-                if doomed:
-                    if self._keep_replaced:
-                        await conn.execute(sql.archive_rows, (sid, sid, doomed))
-                    await conn.execute(sql.delete_rows, (doomed,))
-                if texts:
-                    await self._sdk_append(conn, texts)
-                await conn.execute(sql.touch, (sid,))
-                now = await self._fresh.run_whole(psycopg_execute(conn), sid)
-                await conn.execute(sql.count_to, (sid, now.rows, now.digest))
-            return True
-
-        return await self._finish("replace_suffix", replace)
-
     async def _sdk_transcript(self, pool: Pool) -> list[TranscriptEntry]:
         sql, sid = self._sdk, self.session_id
 
@@ -326,3 +287,56 @@ class SdkLayout:
 
         await self._sdk_side_tables(pool)
         return await self._finish("transcript", read)
+
+
+class SdkReplace(ReplaceSteps):
+    """A replacement's statements on the SDK's tables (``_postgres_replace``); the side
+    tables are made before."""
+
+    def __init__(self, session: SdkLayout) -> None:
+        self._session = session
+        # The stamp of the rows the replacement removed.
+        self._removed = Stamp()
+
+    async def lock(self, conn: _Conn) -> int:
+        session = self._session
+        await conn.execute(session._sdk.lock_or_create, (session.session_id,))
+        # The stored stamp is the rows' from here on: ``write`` moves it by its change.
+        return await session._sdk_count(conn)
+
+    async def kept(self, conn: _Conn) -> HistoryCache | None:
+        return await self._session._current_under_lock(conn)
+
+    async def every_row(self, conn: _Conn) -> DecodedRows:
+        session = self._session
+        cursor = await conn.execute(session._sdk.all_rows, (session.session_id,))
+        return session._decoded(list(await cursor.fetchall()))
+
+    async def write(self, conn: _Conn, doomed: list[int], texts: list[str]) -> None:
+        session = self._session
+        sql, sid = session._sdk, session.session_id
+        rows = digest = 0
+        if doomed:
+            if session._keep_replaced:
+                await conn.execute(sql.archive_rows, (sid, sid, doomed))
+            cursor = await conn.execute(sql.delete_rows, (doomed,))
+            found = await cursor.fetchone()
+            assert found is not None  # an aggregate's row
+            self._removed = Stamp(int(found[0]), int(found[1]))
+            rows, digest = -self._removed.rows, -self._removed.digest
+        if texts:
+            added, added_digest = await session._sdk_append(conn, texts)
+            rows, digest = rows + added, digest + added_digest
+        await conn.execute(sql.touch, (sid,))
+        await conn.execute(sql.count_by, (sid, rows, digest))
+
+    def committed(self, history: HistoryCache | None, doomed: list[int]) -> None:
+        session = self._session
+        if history is None or not history.forget_replaced(doomed):
+            session._history = None  # rebuilt by the next read
+            return
+        # The rows with id <= last_id lost the removed ones; the new ones are above it.
+        stamp, removed = session._stamp, self._removed
+        session._stamp = Stamp(
+            stamp.rows - removed.rows, stamp.digest - removed.digest, stamp.last_id
+        )

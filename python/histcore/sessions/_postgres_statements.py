@@ -244,7 +244,11 @@ class SdkStatements:
             f"AND (created_at, id) < (SELECT created_at, id FROM {messages} WHERE id = %s) "
         )
         self.delete_row = f"DELETE FROM {messages} WHERE id = %s RETURNING {ROW_HASH}"
-        self.delete_rows = f"DELETE FROM {messages} WHERE id = ANY(%s)"
+        # The stamp of the rows deleted: count, sum of row hashes.
+        self.delete_rows = (
+            f"WITH gone AS (DELETE FROM {messages} WHERE id = ANY(%s) RETURNING {ROW_HASH} AS h) "
+            "SELECT count(*), coalesce(sum(h), 0) FROM gone"
+        )
         self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
         self.delete_messages = f"DELETE FROM {messages} WHERE session_id = %s"
         self.all_rows = (

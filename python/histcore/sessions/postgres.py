@@ -43,8 +43,9 @@ from histcore.sessions._postgres_pools import (
     describe_dsn,
     shared_pool,
 )
+from histcore.sessions._postgres_replace import Replacement, ReplaceSteps, replace_rows
 from histcore.sessions._postgres_schema import SDK, check_layout, ensure_tables, find_layout
-from histcore.sessions._postgres_sdk import SdkLayout
+from histcore.sessions._postgres_sdk import SdkLayout, SdkReplace
 from histcore.sessions._postgres_statements import SdkStatements, Statements, fits_jsonb
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
@@ -52,7 +53,6 @@ from histcore.sessions._transactions import (
     check_keep_replaced,
     check_op_id,
     check_op_id_window,
-    doomed_rows,
 )
 from histcore.sessions.base import (
     MESSAGES_TABLE,
@@ -67,6 +67,7 @@ from histcore.sessions.base import (
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
     FETCH_CHUNK,
+    DecodedRows,
     HistoryCache,
     NewestPop,
     SkipsCorruptRows,
@@ -357,50 +358,24 @@ class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorrupt
         prune_prefix: Callable[[Any], bool] | None = None,
     ) -> bool:
         """``replace_suffix`` with checked arguments (``from_end`` and ``prune_prefix``:
-        see ``_transactions.doomed_rows``)."""
+        see ``_transactions.doomed_rows``); ``_postgres_replace`` runs it."""
         texts = encode_items(items_argument(items))
         self._check_open()
         pool = await self._ready_pool()
+        steps: ReplaceSteps
         if self._sdk_layout:
-            async with self._lock():
-                try:
-                    return await self._sdk_replace(
-                        pool, start, texts, expected_revision, from_end, prune_prefix
-                    )
-                finally:
-                    self._history = None  # rebuilt by the next read
-        fits = [fits_jsonb(text) for text in texts]
-        session_id = self.session_id
+            await self._sdk_side_tables(pool)
+            steps = SdkReplace(self)
+        else:
+            steps = _HistcoreReplace(self, texts)
+        replacement = Replacement(start, texts, expected_revision, from_end, prune_prefix)
 
         async def replace() -> bool:
-            async with pool.connection() as conn, conn.transaction():
-                await conn.execute(self._sql.lock_or_create, (session_id,))
-                if await self._count_revision(conn, changed=False) != expected_revision:
-                    return False
-                cursor = await conn.execute(self._sql.all_rows, (session_id,))
-                rows = self._decoded(list(await cursor.fetchall()))
-                doomed = doomed_rows(
-                    rows.ids, rows.items, start, from_end=from_end, prune_prefix=prune_prefix
-                )
-                if doomed is None:
-                    return False
-                if not doomed and not texts:
-                    return True  # nothing changes
-                if doomed:
-                    if self._keep_replaced:
-                        await conn.execute(self._sql.archive_rows, (session_id, session_id, doomed))
-                    await conn.execute(self._sql.delete_rows, (doomed,))
-                    await conn.execute(self._sql.bump, (session_id,))  # a removal
-                if texts:
-                    await self._append(conn, texts, fits)
-                await self._count_revision(conn, changed=True)
-            return True
+            async with pool.connection() as conn:
+                return await replace_rows(conn, steps, replacement)
 
         async with self._lock():
-            replaced = await self._finish_or_forget("replace_suffix", replace)
-            if replaced:
-                self._history = None  # rebuilt by the next read
-        return replaced
+            return await self._finish_or_forget("replace_suffix", replace)
 
     async def _get_compaction_snapshot(
         self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
@@ -631,3 +606,60 @@ class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorrupt
             generation = None if found is None else found[0]
         rows.reverse()
         return generation, rows
+
+
+class _HistcoreReplace(ReplaceSteps):
+    """A replacement's statements on histcore's tables (``_postgres_replace``)."""
+
+    def __init__(self, session: PostgresSession, texts: list[str]) -> None:
+        self._session = session
+        self._fits = [fits_jsonb(text) for text in texts]
+        # The session row's generation after the removal (None: nothing removed).
+        self._generation: int | None = None
+
+    async def lock(self, conn: psycopg.AsyncConnection[Any]) -> int:
+        session = self._session
+        await conn.execute(session._sql.lock_or_create, (session.session_id,))
+        return await session._count_revision(conn, changed=False)
+
+    async def kept(self, conn: psycopg.AsyncConnection[Any]) -> HistoryCache | None:
+        session = self._session
+        history = session._history
+        if history is not None and history.floor is None:
+            # The incremental read's rule: no removal since (the same generation),
+            # so the rows above last_id are all that is new.
+            generation, rows = await session._fetch(conn, history.last_id, _AFTER_ALL, None)
+            if generation == history.stamp:
+                history.add_newer(session._decoded(rows))
+                return history
+        session._history = None
+        return None
+
+    async def every_row(self, conn: psycopg.AsyncConnection[Any]) -> DecodedRows:
+        session = self._session
+        cursor = await conn.execute(session._sql.all_rows, (session.session_id,))
+        return session._decoded(list(await cursor.fetchall()))
+
+    async def write(
+        self, conn: psycopg.AsyncConnection[Any], doomed: list[int], texts: list[str]
+    ) -> None:
+        session = self._session
+        sql, session_id = session._sql, session.session_id
+        if doomed:
+            if session._keep_replaced:
+                await conn.execute(sql.archive_rows, (session_id, session_id, doomed))
+            await conn.execute(sql.delete_rows, (doomed,))
+            cursor = await conn.execute(sql.bump, (session_id,))  # a removal
+            bumped = await cursor.fetchone()
+            assert bumped is not None  # the row is locked by this transaction
+            self._generation = bumped[0]
+        if texts:
+            await session._append(conn, texts, self._fits)
+        await session._count_revision(conn, changed=True)
+
+    def committed(self, history: HistoryCache | None, doomed: list[int]) -> None:
+        session = self._session
+        if history is None or not history.forget_replaced(doomed):
+            session._history = None  # rebuilt by the next read
+        elif self._generation is not None:
+            history.stamp = self._generation
