@@ -228,12 +228,8 @@ mod _core {
     }
 
     /// ``drop_orphan_function_calls(items, pruning_indexes, output_pruning_indexes=...)``
-    /// when that is the OpenAI Agents SDK's result by construction, else NotImplemented:
-    /// for anything but an exact list of exact dicts whose ``type`` and ``call_id`` (and a
-    /// shell call's ``status``) are exact str or missing, whose dict ``caller`` is an exact
-    /// dict with such ``type`` and ``caller_id``, with index sets that are None or exact
-    /// sets of ints, and no reasoning item outside ``pruning_indexes``; and whenever
-    /// ``watch`` is given and not intact.
+    /// when that is the OpenAI Agents SDK's result by construction (docs/design.md, "Screening
+    /// in the engine"), else NotImplemented, as whenever ``watch`` is given and not intact.
     #[pyfunction]
     #[pyo3(signature = (items, pruning_indexes=None, *, output_pruning_indexes=None, watch=None))]
     fn screened_drop_orphan_function_calls<'py>(

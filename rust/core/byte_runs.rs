@@ -1,5 +1,4 @@
-//! Copying a run of bytes up to the first byte of a class: the inner loop of both JSON string
-//! writers, 16 bytes a round with SSE2, then 8 in a `u64`, then byte by byte.
+//! Copying bytes up to the first of a class, for both JSON string writers: 16 a round (SSE2).
 
 pub const LOW_BITS: u64 = 0x0101_0101_0101_0101;
 pub const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
@@ -7,8 +6,7 @@ pub const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
 pub use std::arch::x86_64::__m128i;
 
-/// The high bit of each byte of `word` equal to `byte`, plus possibly bits of later bytes
-/// (borrows only run upwards).
+/// High bits of the bytes of `word` equal to `byte`, maybe with later bytes' (borrows run up).
 #[inline]
 pub fn equal_bits(word: u64, byte: u8) -> u64 {
     let bits = word ^ (LOW_BITS * u64::from(byte));
@@ -23,8 +21,7 @@ pub fn below_space_bits(word: u64) -> u64 {
 
 pub trait Stops {
     fn contains(byte: u8) -> bool;
-    /// The high bit of each byte of `word` in the class, plus possibly bits of later bytes: the
-    /// lowest set bit marks the first one exactly.
+    /// High bits of the bytes of `word` in the class, maybe with later ones: the lowest is exact.
     fn word_bits(word: u64) -> u64;
     #[cfg(all(target_arch = "x86_64", not(histcore_portable)))]
     fn hits(chunk: __m128i) -> __m128i;

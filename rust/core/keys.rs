@@ -1,5 +1,4 @@
-//! Item type tables and dedupe-key construction (docs/design.md, "Dedupe key"), reading
-//! items through [`ItemFields`].
+//! Item type tables and dedupe-key construction (docs/design.md, "Dedupe key").
 
 use std::cell::Cell;
 

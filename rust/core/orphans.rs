@@ -166,8 +166,7 @@ impl FamilySets {
     }
 }
 
-/// Indexes of the items kept by orphan pruning, in order. The six passes are named like
-/// the pure twin's helpers and run in its order.
+/// Indexes of the items kept by orphan pruning, in order: the pure twin's six passes, in turn.
 pub fn kept<O: Oracle>(
     items: &[Option<ItemFacts>],
     id_count: usize,

@@ -1,5 +1,4 @@
-//! Numbering byte strings by first occurrence, and a cheap hasher for well-spread keys. The
-//! numbering pass prefetches the slots it will probe: at 10^5 items the table leaves cache.
+//! Numbering byte strings by first occurrence, and a cheap hasher for well-spread keys.
 
 use std::cell::RefCell;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -39,8 +38,7 @@ impl Strings {
         }
     }
 
-    /// Keep the buffers for the next [`Strings::reuse`] on this thread, while the kept ones
-    /// hold at most `RETAIN_LIMIT` bytes together.
+    /// Keep the buffers for the next [`Strings::reuse`] here, up to `RETAIN_LIMIT` bytes in all.
     pub fn recycle(self) {
         SPARE.with(|spare| {
             let mut spare = spare.borrow_mut();
@@ -82,7 +80,8 @@ impl Strings {
     /// For every string, the index of the first string equal to it (every id below `len()`).
     pub fn number(&mut self) -> &[u32] {
         const EMPTY: u64 = u64::MAX;
-        // Hashes are computed this far ahead of their probe, and their slot prefetched.
+        // Hashes are computed this far ahead of their probe and their slot prefetched: a
+        // table for 10^5 strings no longer fits in cache.
         const AHEAD: u32 = 16;
         // `push` hands out u32 indexes, so the count fits too.
         let count = u32::try_from(self.len()).expect("fewer than 2^32 strings");

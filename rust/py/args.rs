@@ -1,5 +1,4 @@
-//! Argument handling shared by the Python functions: list arguments, index masks, result
-//! lists, surplus-argument errors.
+//! Arguments shared by the Python functions: lists, index masks, result lists, surplus ones.
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
@@ -211,8 +210,7 @@ fn range_mask(value: &Bound<'_, PyAny>, length: usize) -> PyResult<Option<Vec<bo
     Ok(Some(mask))
 }
 
-/// pyo3 words a surplus positional argument "takes 1 positional arguments"; this raises
-/// the interpreter's wording.
+/// The interpreter's wording for a surplus positional argument (pyo3's says "arguments").
 pub fn reject_extra(function: &str, extra: &Bound<'_, PyTuple>) -> PyResult<()> {
     if extra.is_empty() {
         return Ok(());

@@ -1,7 +1,6 @@
-//! `screened_deduplicate_checked`: the screened dedupe, and the model-input problems of
-//! what it keeps, in one pass over the items. Each exact dict whose keys are all exact
-//! `str` is walked once ([`Walk`]) for the fields of its dedupe key and of its facts alike;
-//! every other item is read as the two functions read it.
+//! `screened_deduplicate_checked`: the screened dedupe and the model-input problems of what
+//! it keeps, in one pass. An exact dict of exact `str` keys is walked once ([`Walk`]) for its
+//! dedupe key and its facts alike; every other item is read as the two functions read it.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -13,9 +12,6 @@ use super::input_rules::{FactReader, HistoryArg, StoredHistory};
 use super::screened_key::screened_list;
 use super::watch::NameWatch;
 
-/// ``(kept, problems)``: ``kept = screened_deduplicate(items, preferring_latest, watch)``
-/// and ``problems = input_problems(kept, history=history)``; NotImplemented where the
-/// dedupe is.
 pub fn screened_deduplicate_checked<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,

@@ -81,7 +81,6 @@ impl<'py> Deref for FieldValue<'_, 'py> {
 }
 
 impl<'a, 'py> FieldValue<'a, 'py> {
-    /// A value borrowed from a dict, valid until Python code runs.
     pub fn of(value: Borrowed<'a, 'py, PyAny>) -> Self {
         FieldValue(value)
     }
@@ -227,8 +226,7 @@ pub fn key_ids(items: &Items<'_>) -> PyResult<(Vec<Option<Keyed>>, usize)> {
     Ok(keys.expect("every item is keyed"))
 }
 
-/// [`key_ids`] of items that all pass [`ScreenedItem::of`], or None: one pass, each item's
-/// fields looked up once for the screen and its key.
+/// [`key_ids`] of items that all pass [`ScreenedItem::of`] (else None), each field read once.
 pub fn screened_key_ids(items: &Items<'_>) -> PyResult<Option<(Vec<Option<Keyed>>, usize)>> {
     keyed(items, |item, builder| match ScreenedItem::of(&item)? {
         Some(mut screened) => builder.build(&mut screened).map(Some),
@@ -267,9 +265,8 @@ pub fn keyed<'py>(
 }
 
 /// An item whose dedupe key is by construction the SDK's `_dedupe_key`: an exact dict with
-/// exact-str-or-missing `type` and `id`, other id fields holding no str subclass (which
-/// could answer the SDK's f-strings, set lookups and `==` its own way). The fields the
-/// screen reads are kept (owned) for the key, so each is looked up once.
+/// exact-str-or-missing `type` and `id`, other id fields holding no str subclass (which could
+/// answer the SDK's f-strings, set lookups and `==` its own way); the fields read are kept.
 pub struct ScreenedItem<'py> {
     payload: DictPayload<'py>,
     kind: Option<Bound<'py, PyAny>>,
@@ -325,8 +322,7 @@ impl<'py> ScreenedItem<'py> {
         }))
     }
 
-    /// [`ScreenedItem::of`] the exact dict `item` that `walk` read (the same fields, with
-    /// the same screen, and its `role`).
+    /// [`ScreenedItem::of`] the exact dict `item` that `walk` read (and its `role`).
     pub fn walked(item: &Bound<'py, PyAny>, walk: &Walk) -> Option<Self> {
         let py = item.py();
         let payload = DictPayload::of_exact(item.clone())?;
@@ -436,7 +432,6 @@ pub fn deduplicated<'py>(
     picked(items, key_ids(items)?, preferring_latest)
 }
 
-/// The items a dedupe keeps, given their key ids.
 pub fn picked<'py>(
     items: &Items<'py>,
     (keys, key_count): (Vec<Option<Keyed>>, usize),
@@ -445,7 +440,6 @@ pub fn picked<'py>(
     items.pick(&kept_slots(items.py(), &keys, key_count, preferring_latest))
 }
 
-/// The positions a dedupe keeps, given the items' key ids.
 pub fn kept_slots(
     py: Python<'_>,
     keys: &[Option<Keyed>],

@@ -1,9 +1,7 @@
-//! The fields the dedupe key and the model-input rules read of an item, taken in one walk
-//! over a small exact dict instead of one lookup each: what `dict.get` gives for each name.
-//!
-//! A walk gives what the lookups give only when every key is an exact `str`: then a key
-//! equals a name exactly when its hash and its text do, and no comparison runs Python
-//! code. Other dicts, and large ones, are read by lookups.
+//! The fields the dedupe key and the model-input rules read of an item, in one walk over a
+//! small exact dict instead of a `dict.get` each. Only when every key is an exact `str` does
+//! it give what the lookups give (a key equals a name exactly when its hash and text do, and
+//! no comparison runs Python code): other dicts, and large ones, are looked up.
 
 use pyo3::ffi;
 use pyo3::prelude::*;

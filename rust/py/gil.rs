@@ -2,7 +2,6 @@
 
 use pyo3::Python;
 
-/// Above this many items, the pure-Rust phases run with the GIL released.
 const DETACH_THRESHOLD: usize = 50_000;
 
 /// Run `work` without the GIL when the input (`size` items) is large enough for it to

@@ -1,6 +1,5 @@
-//! The model-input rules of Python items: each item is read once into the facts that
-//! `core::input_rules` decides on, with the same field reads and comparisons as the pure
-//! twin's `_Facts`, in the same order.
+//! The model-input rules of Python items: each read once into `core::input_rules` facts,
+//! with the pure twin's `_Facts` field reads and comparisons, in its order.
 
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
@@ -110,8 +109,7 @@ pub fn repair_input<'py>(
     items.items.pick(&kept)
 }
 
-/// `repair_input`'s `dangling` argument: left out ("drop"), or what was passed (None too,
-/// which the twin rejects).
+/// `repair_input`'s `dangling`: left out ("drop"), or as passed (None too: the twin rejects it).
 pub enum Dangling<'py> {
     Default,
     Given(Bound<'py, PyAny>),
@@ -179,7 +177,6 @@ fn with_lost_outputs<'py>(
     Ok(Some(augmented))
 }
 
-/// `input_problems`: every problem of `items`, as `(position, kind, detail)` tuples.
 pub fn problems<'py>(
     items: &ListArg<'py>,
     history: Option<&HistoryArg<'py>>,
@@ -191,8 +188,7 @@ pub fn problems<'py>(
 }
 
 impl<'py> FactReader<'py> {
-    /// The problems of the items whose `facts` were read (then the history's, and the
-    /// deferred statuses compared), as ``input_problems`` gives them.
+    /// `input_problems` of the items whose `facts` were read (the history read after them).
     pub fn problems(
         mut self,
         mut facts: Vec<Facts>,
@@ -227,9 +223,8 @@ pub fn kept(items: &ListArg<'_>, history: Option<&HistoryArg<'_>>) -> PyResult<V
 }
 
 impl FactReader<'_> {
-    /// The positions `repair_input` keeps of the items whose `facts` were read, with rules
-    /// (e) and (f) from `stored` (read by this reader); `size` counts the items and the
-    /// history, to decide whether the rules run without the GIL.
+    /// The positions `repair_input` keeps of the items whose `facts` were read, rules (e)
+    /// and (f) from `stored`; `size` (items and history) decides on releasing the GIL.
     pub fn repaired(
         mut self,
         mut facts: Vec<Facts>,
@@ -280,8 +275,7 @@ impl<'py> HistoryArg<'py> {
     }
 }
 
-/// Hand each of `items` to `read` as rules (e) and (f) read it (`None` for an item that is not
-/// a dict), as the twin's `StoredHistory` reads it.
+/// Hand each of `items` to `read` as the twin's `StoredHistory` reads it (`None`: not a dict).
 fn read_stored<'py>(
     reader: &mut Reader<'py>,
     names: &Names<'py>,
@@ -349,7 +343,6 @@ impl StoredHistory {
     }
 }
 
-/// A `(position, kind, detail)` tuple.
 fn problem_tuple<'py>(
     py: Python<'py>,
     problem: &Problem,
@@ -372,9 +365,8 @@ fn problem_tuple<'py>(
     Ok(PyTuple::new(py, [position, kind.clone().into_any(), detail])?.into_any())
 }
 
-/// The result of a `status == "in_progress"` that is not a bool, at its position: the
-/// twin takes its truthiness only once every item is read, and only for a call issued
-/// by a program.
+/// Results of `status == "in_progress"` that are not bools, by position: the twin takes their
+/// truthiness only once every item is read, and only for a call issued by a program.
 type Deferred<'py> = Vec<(usize, Bound<'py, PyAny>)>;
 
 /// Reads lists of items into facts, their strings pushed to one [`Strings`].
@@ -397,8 +389,7 @@ impl<'py> FactReader<'py> {
         })
     }
 
-    /// The facts of every item (the default facts for items that are not dicts). Status
-    /// comparisons that are not bools are kept for [`FactReader::resolve`].
+    /// The facts of every item; status comparisons that are not bools wait for `resolve`.
     fn read(&mut self, list: &ListArg<'py>) -> PyResult<Vec<Facts>> {
         let items = &list.items;
         let mut facts = Vec::with_capacity(items.len());
@@ -408,8 +399,7 @@ impl<'py> FactReader<'py> {
         Ok(facts)
     }
 
-    /// The facts of `item`, at `position` of the list read (the default facts when it is
-    /// not a dict).
+    /// The facts of `item` at `position` (the default facts when it is not a dict).
     pub fn read_item(&mut self, position: usize, item: Bound<'py, PyAny>) -> PyResult<Facts> {
         let exact = item.is_exact_instance_of::<PyDict>();
         let Some(payload) = DictPayload::of(self.reader.payload(item)?) else {
@@ -458,8 +448,7 @@ impl<'py> FactReader<'py> {
         input_rules::read(&mut fields, &mut self.strings, &mut self.key).map(Some)
     }
 
-    /// Read the stored item `item` into `stored`, from its `walk`, as [`read_stored`] reads
-    /// an exact dict.
+    /// Read `item` into `stored` from its `walk`, as [`read_stored`] reads an exact dict.
     ///
     /// # Safety
     /// `walk` is a walk of `item` (see [`Walk::of`]), and no Python code ran since.
@@ -480,8 +469,7 @@ impl<'py> FactReader<'py> {
         stored.read(fields.as_mut(), &mut self.strings, &mut self.key)
     }
 
-    /// What rules (e) and (f) need of a stored history: read from a list, or copied from a
-    /// [`StoredHistory`] that read it before.
+    /// What rules (e) and (f) need of a history: read from a list, or from a [`StoredHistory`].
     pub fn stored(&mut self, history: &HistoryArg<'py>) -> PyResult<Stored> {
         match history {
             HistoryArg::List(list) => {
@@ -534,8 +522,7 @@ fn append_text(value: Option<FieldValue<'_, '_>>, out: &mut Vec<u8>) -> PyResult
 struct Fields<'a, 'py> {
     payload: &'a DictPayload<'py>,
     names: &'a Names<'py>,
-    /// The fields as a walk of an exact dict read them (see [`FactReader::read_walked`]),
-    /// else each is looked up.
+    /// The fields a walk read (see [`FactReader::read_walked`]), else each is looked up.
     walk: Option<Walk>,
     /// The payload is an exact dict (reading it runs no Python code).
     exact: bool,

@@ -1,13 +1,11 @@
-//! `prepared_model_input`: orphan pruning, the latest-value dedupe and the repair of what
-//! they keep, as a session turn runs them on its model input. Each item is walked once
-//! ([`Walk`]) for the facts of all three, and a stored history that is the items' own
-//! prefix is read from those facts too; anything else is read as the three functions read
-//! it, one after the other.
+//! `prepared_model_input`: orphan pruning, the latest-value dedupe and the repair of what they
+//! keep, each item walked once ([`Walk`]) for the facts of all three (a history that is the
+//! items' own prefix too); anything else is read as the three functions read it, in turn.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use super::args::{index_mask, str_tuple, Items};
+use super::args::{str_tuple, Items};
 use super::deepcopy::holds_any;
 use super::extract::{
     deduplicated, exact_str_or_missing, is_str, kept_slots, keyed, no_str_subclass,
@@ -21,10 +19,6 @@ use crate::core::keys::{Field, ItemFields};
 use crate::core::orphans::{ItemFacts, Pruning};
 use crate::core::strings::Strings;
 
-/// `repair_input(deduplicate_input_items_preferring_latest(drop_orphan_function_calls(items,
-/// pruning_indexes, output_pruning_indexes=...)), history=history)`; with `without`,
-/// NotImplemented unless `items` is an exact list of exact dicts none of which holds a key
-/// named in it, checked first.
 pub fn prepared_model_input<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,
@@ -40,16 +34,8 @@ pub fn prepared_model_input<'py>(
     }
     // As `drop_orphan_function_calls` reads its arguments.
     let items = Items::of(items, "items")?;
-    let prunable = index_mask(pruning_indexes, "pruning_indexes", items.len())?;
-    let output_prunable = index_mask(
-        output_pruning_indexes,
-        "output_pruning_indexes",
-        items.len(),
-    )?;
-    let pruning = Pruning {
-        prunable: prunable.as_deref(),
-        output_prunable: output_prunable.as_deref(),
-    };
+    let masks = orphans::Masks::of(pruning_indexes, output_pruning_indexes, items.len())?;
+    let pruning = masks.pruning();
     if let Some(kept) = fused_kept(&items, &pruning, history)? {
         return Ok(items.pick(&kept)?.into_any());
     }
@@ -82,7 +68,6 @@ fn holds_only_plain_dicts(
 /// How the stored history is read, given before the items are walked.
 enum History<'py> {
     None,
-    /// A `StoredHistory`.
     Kept(HistoryArg<'py>),
     /// An exact list holding the first `len` items themselves: read from their walks.
     Prefix(usize),
@@ -90,10 +75,9 @@ enum History<'py> {
     List(Items<'py>),
 }
 
-/// The positions kept, read in one walk per item; None where that walk cannot give what
-/// the three functions read (an item that is not an exact dict of exact str keys, a
-/// `caller`, a value a screen refuses, a history that is neither a `StoredHistory` nor an
-/// exact list of such dicts). Nothing read here runs Python code.
+/// The positions kept, read in one walk per item; None where that walk cannot give what the
+/// three functions read (an item not an exact dict of exact str keys, a `caller`, a value a screen
+/// refuses, a history neither a `StoredHistory` nor an exact list of such). Runs no Python code.
 fn fused_kept(
     items: &Items<'_>,
     pruning: &Pruning<'_>,
@@ -141,9 +125,8 @@ fn fused_kept(
             return Ok(None);
         };
         if position < prefix {
-            // What rules (e) and (f) read of a stored item, its type, role and id, the facts
-            // read already: a reasoning item is one of class Reasoning, and its id is the
-            // same string (pushed to the same strings).
+            // Rules (e) and (f) read a stored item's type, role and id, which its facts hold:
+            // a reasoning item is of class Reasoning, its id the same string.
             stored.push(
                 item_facts.class == Class::Reasoning,
                 item_facts.id.map(Key::index),
@@ -207,8 +190,7 @@ fn walk(item: &Bound<'_, PyAny>, names: &Names<'_>) -> Option<Walk> {
     unsafe { Walk::of(item, names) }
 }
 
-/// `history.len()` when `history` holds exactly the first items of `items` (the very
-/// objects), else None.
+/// `history.len()` when `history` holds the very first items of `items`, else None.
 fn prefix_length(items: &Items<'_>, history: &Items<'_>) -> PyResult<Option<usize>> {
     if history.len() > items.len() {
         return Ok(None);
@@ -230,9 +212,8 @@ fn history_len(history: &History<'_>) -> usize {
     }
 }
 
-/// The fields of a dedupe key, read from the walk of an exact dict that passes the screen
-/// of [`ScreenedItem`](super::extract::ScreenedItem) (so its key is the one `dedupe_key`
-/// gives), without taking a reference to any.
+/// The fields of a dedupe key from the walk of an exact dict passing the screen of
+/// [`ScreenedItem`](super::extract::ScreenedItem) (its key `dedupe_key`'s), taking no reference.
 struct WalkedKey<'a, 'py> {
     py: Python<'py>,
     walk: &'a Walk,

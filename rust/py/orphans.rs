@@ -15,23 +15,42 @@ use crate::core::orphans::{self, ItemFacts, NoOracle, Pruning, StatusFact, TypeF
 use crate::core::strings::Strings;
 use crate::py::watch::NameWatch;
 
+/// The masks of `pruning_indexes` and `output_pruning_indexes`, read in that order.
+pub struct Masks {
+    prunable: Option<Vec<bool>>,
+    output_prunable: Option<Vec<bool>>,
+}
+
+impl Masks {
+    pub fn of(
+        pruning_indexes: Option<&Bound<'_, PyAny>>,
+        output_pruning_indexes: Option<&Bound<'_, PyAny>>,
+        length: usize,
+    ) -> PyResult<Self> {
+        let prunable = index_mask(pruning_indexes, "pruning_indexes", length)?;
+        let output_prunable = index_mask(output_pruning_indexes, "output_pruning_indexes", length)?;
+        Ok(Masks {
+            prunable,
+            output_prunable,
+        })
+    }
+
+    pub fn pruning(&self) -> Pruning<'_> {
+        Pruning {
+            prunable: self.prunable.as_deref(),
+            output_prunable: self.output_prunable.as_deref(),
+        }
+    }
+}
+
 pub fn drop_orphan_function_calls<'py>(
     items: &Bound<'py, PyAny>,
     pruning_indexes: Option<&Bound<'py, PyAny>>,
     output_pruning_indexes: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let items = Items::of(items, "items")?;
-    let prunable = index_mask(pruning_indexes, "pruning_indexes", items.len())?;
-    let output_prunable = index_mask(
-        output_pruning_indexes,
-        "output_pruning_indexes",
-        items.len(),
-    )?;
-    let pruning = Pruning {
-        prunable: prunable.as_deref(),
-        output_prunable: output_prunable.as_deref(),
-    };
-    items.pick(&kept(&items, &pruning)?)
+    let masks = Masks::of(pruning_indexes, output_pruning_indexes, items.len())?;
+    items.pick(&kept(&items, &masks.pruning())?)
 }
 
 pub fn screened_drop_orphan_function_calls<'py>(
@@ -57,23 +76,11 @@ pub fn screened_drop_orphan_function_calls<'py>(
         return Ok(declined);
     }
     let items = Items::of(items, "items")?;
-    let masks = index_mask(pruning_indexes, "pruning_indexes", items.len()).and_then(|mask| {
-        let output = index_mask(
-            output_pruning_indexes,
-            "output_pruning_indexes",
-            items.len(),
-        )?;
-        Ok((mask, output))
-    });
     // Positions that are not ints: the SDK's membership tests decide.
-    let Ok((prunable, output_prunable)) = masks else {
+    let Ok(masks) = Masks::of(pruning_indexes, output_pruning_indexes, items.len()) else {
         return Ok(declined);
     };
-    let pruning = Pruning {
-        prunable: prunable.as_deref(),
-        output_prunable: output_prunable.as_deref(),
-    };
-    match screened_kept(&items, &pruning)? {
+    match screened_kept(&items, &masks.pruning())? {
         Some(kept) => Ok(items.pick(&kept)?.into_any()),
         None => Ok(declined),
     }
@@ -213,8 +220,7 @@ fn plain_bytes<'a, 'py>(
     value.map(|value| str_bytes(value)).transpose()
 }
 
-/// The indexes kept when orphan pruning is the SDK's by construction (see the binding's
-/// docstring), else None.
+/// The indexes kept when orphan pruning is the SDK's by construction (docs/design.md), else None.
 pub fn screened_kept(items: &Items<'_>, pruning: &Pruning<'_>) -> PyResult<Option<Vec<usize>>> {
     let mut ids = Strings::reuse();
     let mut facts = Vec::with_capacity(items.len());

@@ -45,8 +45,7 @@ pub fn screened_dedupe_key<'py>(
         .unwrap_or_else(|| py.NotImplemented().into_bound(py)))
 }
 
-/// The items of `items` for a screened dedupe: None (decline) unless it is an exact list
-/// and `watch`, when given, is intact.
+/// The items for a screened dedupe: None (decline) unless an exact list, `watch` (if any) intact.
 pub fn screened_list<'py>(
     py: Python<'py>,
     items: &Bound<'py, PyAny>,

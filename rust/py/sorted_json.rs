@@ -1,6 +1,5 @@
-//! Walks exact builtin JSON values into `json.dumps(value, sort_keys=True, default=str)`
-//! text; anything else answers "not mine" and the caller runs `json.dumps` itself. Nothing in
-//! the walk runs Python code, so the values cannot change under it.
+//! Exact builtin JSON values walked into `json.dumps(value, sort_keys=True, default=str)` text,
+//! running no Python code (so they cannot change); anything else is left to `json.dumps`.
 
 use std::cell::Cell;
 

@@ -1,9 +1,6 @@
-//! `NameWatch`: whether watched names still hold the objects they held when armed. A
-//! drop-in asks it on every call, so it must cost a few dict lookups, not a Python loop.
-//!
-//! What it holds when armed is often the very replacement that holds the watch (a module
-//! global bound to it): `__traverse__` and `__clear__` let the collector see and break
-//! that cycle, and `disarm` drops it outright.
+//! `NameWatch`: whether watched names still hold what they held when armed, in a few dict
+//! lookups (a drop-in asks on every call). What they held is often the replacement holding the
+//! watch: `__traverse__` and `__clear__` let the collector break that cycle; `disarm` drops it.
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -34,8 +31,7 @@ fn get<'py>(
     })
 }
 
-/// The address of what `namespace` holds under `name` (`missing` if nothing), borrowed: this
-/// runs per watched name on every call.
+/// The address `namespace` holds under `name` (`missing` if none), borrowed: runs on every call.
 #[inline]
 fn held(
     py: Python<'_>,
@@ -101,7 +97,6 @@ impl Snapshot {
         }
     }
 
-    /// Visit every object held (for the collector).
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         match self {
             Snapshot::Object(object) => visit.call(object),

@@ -15,7 +15,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind as `input_problems` names it.
     pub fn name(self) -> &'static str {
         match self {
             Self::OutputWithoutCall => "output_without_call",
@@ -29,8 +28,7 @@ impl Kind {
     }
 }
 
-/// One broken rule: where, which, and the string id of the `call_id` or item id
-/// concerned (None for a reasoning item without an id).
+/// One broken rule: where, which, and the string id concerned (`call_id` or item id, if any).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Problem {
     pub position: usize,
@@ -47,7 +45,6 @@ pub(super) struct Slot {
     last_issued: u32,
 }
 
-/// The problem checks over the facts of one list of items.
 pub struct Checker<'a> {
     pub(super) items: &'a [Facts],
     pub(super) required: &'a Required,
@@ -55,8 +52,7 @@ pub struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    /// The checker of `items` (string ids below `id_count`), with rules (e) and (f) from
-    /// `required`.
+    /// The checker of `items` (string ids below `id_count`); rules (e) and (f) from `required`.
     pub fn new(items: &'a [Facts], required: &'a Required, id_count: usize) -> Self {
         let empty = Slot {
             first_call: NONE,
@@ -134,9 +130,8 @@ impl<'a> Checker<'a> {
         })
     }
 
-    /// Rule (f) at the reasoning item at `position`: it is not directly followed by the
-    /// item stored after it; where the history does not know that item (no history, no
-    /// id, stored last), it is directly followed by another reasoning item.
+    /// Rule (f) at the reasoning item at `position`: not directly followed by its stored successor;
+    /// where the history does not know it (no history, no id, stored last), followed by reasoning.
     fn lost_successor(&self, position: usize) -> bool {
         let next = self.items.get(position + 1);
         let known = self.items[position]
@@ -159,8 +154,7 @@ impl<'a> Checker<'a> {
         at(self.items.len() - tail)
     }
 
-    /// Whether the reasoning run starting at `start` is directly followed by a produced
-    /// item, and where it ends.
+    /// Whether the reasoning run from `start` is directly followed by a produced item; its end.
     fn run_verdict(&self, start: usize) -> (bool, usize) {
         let mut end = start;
         while end < self.items.len() && self.items[end].class == Class::Reasoning {
@@ -242,9 +236,8 @@ impl Forest {
 }
 
 impl Checker<'_> {
-    /// The root of every position's unit: a reasoning run with the item it produced (a
-    /// reasoning item that breaks rule (f) not joined to the item after it), a call with
-    /// the outputs of its pair (the pure twin's `_units`).
+    /// The root of every position's unit (the pure twin's `_units`): a reasoning run with the
+    /// item it produced (not across a break of rule (f)), a call with the outputs of its pair.
     pub(super) fn unit_roots(&self) -> Vec<u32> {
         let length = at(self.items.len());
         let mut forest = Forest((0..length).collect());

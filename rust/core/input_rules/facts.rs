@@ -36,7 +36,6 @@ pub enum TypeClass {
 }
 
 impl TypeClass {
-    /// Classify a `type` string (Python text bytes).
     pub fn of(kind: &[u8]) -> Self {
         match ItemType::of(kind) {
             ItemType::Reasoning => Self::Reasoning,
@@ -48,8 +47,7 @@ impl TypeClass {
     }
 }
 
-/// A string in the facts: its push index until [`number`], then its string id. Stored
-/// plus one, so that an absent string costs no room.
+/// A string of the facts: push index until [`number`], then string id, plus one (`None` is free).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Key(NonZeroU32);
 
@@ -63,8 +61,7 @@ impl Key {
     }
 }
 
-/// The facts of one item (16 bytes). Strings are [`Key`]s: after [`number`], equal
-/// strings have equal ids, all below the `id_count` given to the rules.
+/// The facts of one item (16 bytes); after [`number`], equal strings have equal [`Key`]s.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Facts {
     pub class: Class,
@@ -76,8 +73,7 @@ pub struct Facts {
     pub pair: Option<Key>,
     /// The str `id`, unless it is the placeholder `__fake_id__`.
     pub id: Option<Key>,
-    /// `caller["caller_id"]` when `caller` is a dict whose type is `"program"` and whose
-    /// `caller_id` is a str, keyed like the pair key of that program's call.
+    /// The str `caller["caller_id"]` of a `"program"` caller, keyed like that program's call.
     pub caller: Option<Key>,
 }
 
@@ -95,8 +91,7 @@ impl Facts {
     }
 }
 
-/// The first byte of an item id's key: after the call families' bytes (0 to 7), so an id
-/// never equals a pair key.
+/// The first byte of an item id's key: past the call families' (0 to 7), so no id is a pair key.
 pub(super) const ID_KEY: u8 = 8;
 
 /// The text a key was made from (a call id or an item id, without the key's first byte).
@@ -105,28 +100,23 @@ pub fn key_text(key: &[u8]) -> &[u8] {
 }
 
 /// Reads the fields of one dict item in the order the pure twin's `_Facts._read` reads
-/// them; text is appended to the buffer given.
+/// them; `id`, `call_id` and `program_caller` append a str's text to `out` (true if so).
 pub trait ItemReader {
     type Error;
     /// What the item's `type` is when it is a str (`None` for anything else).
     fn kind(&mut self) -> Result<Option<TypeClass>, Self::Error>;
-    /// `None` when the item's `role` is missing or None; otherwise whether it is a str
-    /// naming the user side (`user`, `system`, `developer`).
+    /// `None` when `role` is missing or None, else whether it is `user`, `system` or `developer`.
     fn role(&mut self) -> Result<Option<bool>, Self::Error>;
-    /// Append the text of `id` to `out` when it is a str.
     fn id(&mut self, out: &mut Vec<u8>) -> Result<bool, Self::Error>;
-    /// Append the text of `caller["caller_id"]` to `out` when `caller` is a dict whose
-    /// `type` equals `"program"` and whose `caller_id` is a str.
+    /// `caller["caller_id"]`, when `caller` is a dict whose `type` equals `"program"`.
     fn program_caller(&mut self, out: &mut Vec<u8>) -> Result<bool, Self::Error>;
-    /// Append the text of `call_id` to `out` when it is a str.
     fn call_id(&mut self, out: &mut Vec<u8>) -> Result<bool, Self::Error>;
     /// Read the `status` of a call; for a `shell_call` (`shell`), whether it is missing,
     /// None or equal to `"in_progress"` (always false otherwise).
     fn pending(&mut self, shell: bool) -> Result<bool, Self::Error>;
 }
 
-/// The facts of one dict item, its strings pushed to `strings` (the facts hold their push
-/// indexes until [`number`]); `key` is scratch space.
+/// The facts of one dict item, its strings pushed to `strings` (see [`Key`]); `key` is scratch.
 pub fn read<R: ItemReader>(
     reader: &mut R,
     strings: &mut Strings,
@@ -178,8 +168,7 @@ pub fn read<R: ItemReader>(
     Ok(facts)
 }
 
-/// Replace the push indexes in `facts` by the string ids `ids` gives them
-/// ([`Strings::number`]).
+/// Replace the push indexes in `facts` by their string ids ([`Strings::number`]).
 pub fn number(facts: &mut [Facts], ids: &[u32]) {
     let id = |key: Option<Key>| key.map(|key| Key::new(ids[key.index() as usize]));
     for facts in facts {

@@ -1,14 +1,7 @@
-//! The model-input rules (docs/design.md, "Model input the API accepts") over per-item
-//! facts: the problems of a list of items ([`Checker::problems`]) and its repair
-//! ([`repair`]), the rules of `input_problems` and `repair_input`.
-//!
-//! The binding reads each item once into a [`Facts`] through an [`ItemReader`] (see
-//! [`read`]), and a stored history's items into what rules (e) and (f) need (see [`Stored`]),
-//! their strings pushed to a [`Strings`](super::strings::Strings) and then numbered (see
-//! [`number`]); everything here is plain Rust and linear in the number of items.
-//!
-//! `facts`: what an item is to the rules; `stored`: rules (e) and (f) from a stored history;
-//! `check`: the problems of a list; `repair`: the items a repair keeps.
+//! The model-input rules of `input_problems` and `repair_input` (docs/design.md, "Model
+//! input the API accepts") over per-item facts, in plain Rust and linear in the items:
+//! `facts` (what an item is to the rules), `stored` (rules (e) and (f) from a stored
+//! history), `check` (the problems of a list), `repair` (the items a repair keeps).
 
 mod check;
 mod facts;

@@ -2,17 +2,9 @@
 
 use super::*;
 
-/// Positions of the items `repair_input` keeps, in order: `items` without the units that
-/// hold a problem (user messages are never dropped), until no fixable problem is left.
-///
-/// The pure twin checks the whole list again after each round of drops. Here round one
-/// is the same, and the later rounds are followed incrementally, so that a chain of
-/// rounds stays linear. That is exact because units are kept or dropped whole: a kept
-/// reasoning item keeps the item after it (it broke neither (d) nor (f), so it is joined
-/// to it), a kept pair keeps its first call and last output, so rules (a), (c), (d) and
-/// (f) never break anew and the units of the kept items do not change. Two rules can: (e), at an item whose reasoning went in round one (only
-/// then: a kept reasoning item keeps its unit), and (b), at a program call whose issued
-/// items all went (followed per program until no call loses its exemption).
+/// Positions of the items `repair_input` keeps, in order: without the units that hold a problem
+/// (user messages are never dropped), until no fixable problem is left. Round one is the twin's;
+/// later rounds are followed incrementally, exact as units go whole (docs/design.md, "Units").
 pub fn repair(items: &[Facts], required: &Required, id_count: usize) -> Vec<usize> {
     let checker = Checker::new(items, required, id_count);
     let fixable: Vec<usize> = checker
@@ -41,9 +33,8 @@ pub fn repair(items: &[Facts], required: &Required, id_count: usize) -> Vec<usiz
         .collect()
 }
 
-/// Positions breaking rule (e) once the first round's drops are made (`dropped`). Only
-/// an item whose predecessor went can break it anew: the others kept the item before
-/// them, and had no fixable problem.
+/// Positions breaking rule (e) after the first round's drops (`dropped`): only an item whose
+/// predecessor went can (the others kept the item before them, and had no fixable problem).
 fn second_round_problems(checker: &Checker<'_>, dropped: &[bool]) -> Vec<u32> {
     let mut found = Vec::new();
     if checker.required.is_empty() {

@@ -1,5 +1,4 @@
-//! Rules (e) and (f) from a stored history: what it is read into ([`Stored`], [`KeptStored`])
-//! and what the checks ask of it ([`Required`]).
+//! Rules (e) and (f) from a stored history: [`Stored`], [`KeptStored`] and [`Required`].
 
 use super::facts::ID_KEY;
 use super::*;
@@ -7,12 +6,11 @@ use crate::core::keys::FAKE_ID;
 use crate::core::strings::Strings;
 
 /// Reads what rules (e) and (f) need of one stored item, in the order the pure twin's
-/// `StoredHistory` reads it: its `id` only next to a reasoning item.
+/// `StoredHistory` reads it: its `id` (as [`ItemReader::id`]) only next to a reasoning item.
 pub trait StoredReader {
     type Error;
     /// Whether the item's `type` is the str `"reasoning"` and it has no `role`.
     fn is_reasoning(&mut self) -> Result<bool, Self::Error>;
-    /// Append the text of `id` to `out` when it is a str.
     fn id(&mut self, out: &mut Vec<u8>) -> Result<bool, Self::Error>;
 }
 
@@ -72,9 +70,8 @@ impl Stored {
     }
 }
 
-/// Rules (e) and (f) of a stored history read once and kept (the binding's `StoredHistory`): a
-/// [`Stored`] over strings of its own, extended item by item as the history grows. Each
-/// check copies in only the strings of its pairs, instead of reading every stored item.
+/// A history's [`Stored`], read once and kept as it grows (the binding's `StoredHistory`), over
+/// strings of its own: a check copies in only its pairs' strings, not every stored item.
 #[derive(Default)]
 pub struct KeptStored {
     stored: Stored,
@@ -83,8 +80,7 @@ pub struct KeptStored {
 }
 
 impl KeptStored {
-    /// Read the next stored item (`None` for an item that is not a dict); an error leaves
-    /// this as it was.
+    /// As [`Stored::read`]; an error leaves this as it was.
     pub fn read<R: StoredReader>(
         &mut self,
         item: Option<&mut R>,
@@ -95,7 +91,6 @@ impl KeptStored {
         Ok(())
     }
 
-    /// How many stored items were read.
     pub fn len(&self) -> usize {
         self.count
     }
@@ -124,14 +119,13 @@ impl KeptStored {
     }
 }
 
-/// Rules (e) and (f) from the stored history (the pure twin's `StoredHistory` maps).
+/// Rules (e) and (f) from the stored history (the pure twin's `StoredHistory` maps),
+/// indexed by string id; both empty when no pair was stored.
 #[derive(Default)]
 pub struct Required {
-    /// Rule (e), indexed by item id: the id of the reasoning item stored directly before
-    /// it; `NONE` where nothing is required. Empty when no pair was stored.
+    /// Rule (e): the reasoning item stored directly before an item (`NONE`: not required).
     pub(super) before: Vec<u32>,
-    /// Rule (f), indexed by reasoning item id: the id of the item stored directly after
-    /// it; `NONE` where the history does not know it. Empty when no pair was stored.
+    /// Rule (f): the item stored directly after a reasoning item (`NONE`: not known).
     after: Vec<u32>,
 }
 

@@ -43,7 +43,6 @@ fn issued_by(program: u32, facts: Facts) -> Facts {
     }
 }
 
-/// What a history of (numbered) facts requires.
 fn required_of(history: &[Facts]) -> Required {
     let mut stored = Stored::default();
     for facts in history {
