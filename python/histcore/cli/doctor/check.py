@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from histcore.cli.doctor.archive_units import transcript_units
 from histcore.cli.doctor.diagnose import Findings, analyse
 from histcore.cli.doctor.read import (
     DoctorError,
@@ -279,7 +280,9 @@ def _check(
         _apply(store, report, planned)
         for plan in planned:
             if plan.entry.fix == "fixed":
-                plan.entry.side = store.side_facts(plan.entry.session_id)
+                # The live rows again only where the archive is checked with them.
+                live = store.read_facts(plan.entry.session_id) if plan.entry.side.archived else None
+                plan.entry.side = _side_facts(store, plan.entry.session_id, live)
     if progress is not None:
         progress.finished()
 
@@ -290,7 +293,7 @@ def _check_session(store: Store, session_id: str, report: StoreReport) -> _Plann
     analysis = analyse(rows)
     entry = SessionReport(session_id, len(rows), analysis.findings)
     entry.without_structure = store.rows_without_structure(session_id)
-    entry.side = store.side_facts(session_id)
+    entry.side = _side_facts(store, session_id, rows)
     report.sessions.append(entry)
     if not (report.fix or report.dry_run):
         return None
@@ -298,6 +301,15 @@ def _check_session(store: Store, session_id: str, report: StoreReport) -> _Plann
     # The analysis is as large as the session: not kept while the repair's is made.
     del analysis
     return _plan(entry, rows, repair, report)
+
+
+def _side_facts(store: Store, session_id: str, live: list[RowFacts] | None) -> SideFacts:
+    """The session's side facts, its archive checked with its ``live`` rows (read before
+    them; None: read after them, here, when it has an archive)."""
+    side: SideFacts = store.side_facts(session_id)
+    if side.archived_items:
+        side = transcript_units(side, store.read_facts(session_id) if live is None else live)
+    return side
 
 
 def _selected(store: Store, session: str | None) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from histcore.cli.doctor.side import SideFacts, check_archive
+from histcore.cli.doctor.side import SideFacts, archive_side_facts
 from histcore.sessions._postgres_freshness import ROW_HASH
 
 __all__ = ["bump_postgres", "postgres_side_facts"]
@@ -38,31 +38,25 @@ def postgres_side_facts(
     if _exists(execute, ops):
         found = execute(f"SELECT count(*) FROM {ops} WHERE session_id = %s", (session_id,))
         op_ids = int(found[0][0])
-    archived: list[tuple[int, int]] = []
+    archived: list[tuple[int, Any, int]] = []
     noted: list[tuple[int, int]] = []
     if _exists(execute, archive):
-        query = f"SELECT id, removed_revision FROM {archive} WHERE session_id = %s"
-        archived = [(int(a), int(b)) for a, b in execute(query, (session_id,))]
+        # One column of stored text in both layouts (``_postgres_statements._add_archive``).
+        query = f"SELECT id, message_text, removed_revision FROM {archive} WHERE session_id = %s"
+        archived = [(int(a), b, int(c)) for a, b, c in execute(query, (session_id,))]
     if _exists(execute, writes):
         query = f"SELECT first_id, last_id FROM {writes} WHERE session_id = %s"
         noted = [(int(a), int(b)) for a, b in execute(query, (session_id,))]
-    if not (archived or noted):
-        return SideFacts(revision, op_ids)
-    handed_out = _handed_out(execute, messages, archived)
-    return SideFacts(
-        revision,
-        op_ids,
-        len(archived),
-        len(noted),
-        check_archive(revision, archived, noted, handed_out),
+    return archive_side_facts(
+        revision, op_ids, archived, noted, lambda: _handed_out(execute, messages)
     )
 
 
-def _handed_out(execute: Execute, messages: str, archived: Sequence[tuple[int, int]]) -> int:
-    """The highest row id the messages table ever gave: its id sequence's last value
-    (it may be NULL when never used), or at least the highest id found."""
+def _handed_out(execute: Execute, messages: str) -> int:
+    """The highest row id the messages table holds or its id sequence gave (its last
+    value may be NULL when never used)."""
     newest = execute(f"SELECT max(id) FROM {messages}", ())[0][0]
-    found = [int(newest or 0), *(row_id for row_id, _ in archived)]
+    found = [int(newest or 0)]
     sequence = execute("SELECT pg_get_serial_sequence(%s, 'id')", (messages,))[0][0]
     if sequence is not None:
         last = execute("SELECT pg_sequence_last_value(%s::regclass)", (sequence,))[0][0]

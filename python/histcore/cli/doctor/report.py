@@ -9,7 +9,12 @@ from histcore.cli.doctor.diagnose import AWAITING, UNIT_KINDS, Findings, Spot
 from histcore.cli.doctor.read import row_ids_text
 from histcore.cli.doctor.repair import Repair
 from histcore.cli.doctor.report_json import WITHOUT_STRUCTURE, render_json
-from histcore.cli.doctor.side import ARCHIVED_AFTER_REVISION, WRITE_OUTSIDE_IDS, SideFacts
+from histcore.cli.doctor.side import (
+    ARCHIVED_AFTER_REVISION,
+    ARCHIVED_PARTIAL_UNIT,
+    WRITE_OUTSIDE_IDS,
+    SideFacts,
+)
 
 __all__ = ["WITHOUT_STRUCTURE", "render_json", "render_text", "row_id_ranges"]
 
@@ -68,6 +73,8 @@ _SIDE_WHY = {
     "session's revision {revision}",
     WRITE_OUTSIDE_IDS: "noted writes from row ids {ids}: not within the ids the "
     "messages table ever handed out",
+    ARCHIVED_PARTIAL_UNIT: "archived row ids {ids}: their unit is not whole in the "
+    "transcript (a call, output or reasoning item it needs is neither live nor archived)",
 }
 _WITHOUT_SESSION = {
     "null": "a NULL session_id",

@@ -4,25 +4,32 @@ transactions"): per session its revision, the op ids it remembers, and the archi
 beside the messages (SQLite here, PostgreSQL in ``postgres_side.py``).
 
 The archive is checked, never changed: an archived row removed by a revision above the
-session's revision (``archived_after_revision``), and a noted write whose row ids are
-not within the ids ever handed out (``write_outside_ids``), are problems. A repair or a
-restore counts as one more revision, so a reader holding the old one cannot
-``replace_suffix`` over it (``bump_sqlite``).
+session's revision (``archived_after_revision``), a noted write whose row ids are not
+within the ids ever handed out (``write_outside_ids``), and an archived row whose unit
+is not whole in the transcript (``archived_partial_unit``, ``archive_units.py``, which
+needs the live rows too) are problems. A repair or a restore counts as one more
+revision, so a reader holding the old one cannot ``replace_suffix`` over it
+(``bump_sqlite``).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from histcore.cli.doctor.read import ITEM, row_facts
 from histcore.sessions import _sqlite_archive, _sqlite_revisions
 
 __all__ = [
     "ARCHIVED_AFTER_REVISION",
+    "ARCHIVED_PARTIAL_UNIT",
     "SIDE_KINDS",
     "WRITE_OUTSIDE_IDS",
+    "ArchivedItem",
     "SideFacts",
+    "archive_side_facts",
     "bump_sqlite",
     "check_archive",
     "sqlite_side_facts",
@@ -30,7 +37,13 @@ __all__ = [
 
 ARCHIVED_AFTER_REVISION = "archived_after_revision"
 WRITE_OUTSIDE_IDS = "write_outside_ids"
-SIDE_KINDS = (ARCHIVED_AFTER_REVISION, WRITE_OUTSIDE_IDS)
+ARCHIVED_PARTIAL_UNIT = "archived_partial_unit"
+SIDE_KINDS = (ARCHIVED_AFTER_REVISION, WRITE_OUTSIDE_IDS, ARCHIVED_PARTIAL_UNIT)
+#: An archived row that holds an item: its id, the item's ``facts.stand_in`` and the
+#: revision that removed it.
+ArchivedItem = tuple[int, dict[str, Any], int]
+# Archived rows are never repaired, so their data is never compared: no digest.
+_NO_DIGEST = b""
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,9 @@ class SideFacts:
     writes: int = 0
     #: problem kind -> archived row ids, or the first ids of the noted writes
     problems: dict[str, list[int]] = field(default_factory=dict)
+    #: the archived items, until ``archive_units.transcript_units`` has checked them
+    #: with the live rows (and let them go)
+    archived_items: tuple[ArchivedItem, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def has_archive(self) -> bool:
@@ -68,6 +84,38 @@ def check_archive(
     return problems
 
 
+def archive_side_facts(
+    revision: int,
+    op_ids: int,
+    archived: Iterable[tuple[int, Any, int]],
+    writes: Sequence[tuple[int, int]],
+    handed_out: Callable[[], int],
+) -> SideFacts:
+    """A session's side facts from what a store read: ``archived`` gives ``(id, stored
+    data, removed_revision)`` per row (data None: not text), ``writes`` ``(first_id,
+    last_id)`` per noted write; ``handed_out()`` reads the highest row id the messages
+    table holds or its counter gave (read only for a session with an archive)."""
+    removed: list[tuple[int, int]] = []
+    items: list[ArchivedItem] = []
+    for row_id, data, by in archived:
+        removed.append((row_id, by))
+        # Read as the live rows are (``read.row_facts``); the data goes once read.
+        facts = row_facts(row_id, _NO_DIGEST, data)
+        if facts.kind == ITEM and facts.item is not None:
+            items.append((row_id, facts.item, by))
+    if not (removed or writes):
+        return SideFacts(revision, op_ids)
+    highest = max([handed_out(), *(row_id for row_id, _ in removed)])
+    return SideFacts(
+        revision,
+        op_ids,
+        len(removed),
+        len(writes),
+        check_archive(revision, removed, writes, highest),
+        tuple(items),
+    )
+
+
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     found = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
@@ -88,33 +136,33 @@ def sqlite_side_facts(conn: sqlite3.Connection, messages: str, session_id: str) 
     if _has_table(conn, _sqlite_revisions.OP_IDS_TABLE):
         query = f"SELECT count(*) FROM {_sqlite_revisions.OP_IDS_TABLE} {where}"
         op_ids = int(conn.execute(query, key).fetchone()[0])
-    archived: list[tuple[int, int]] = []
     writes: list[tuple[int, int]] = []
-    if _has_table(conn, _sqlite_archive.ARCHIVE_TABLE):
-        query = f"SELECT id, removed_revision FROM {_sqlite_archive.ARCHIVE_TABLE} {where}"
-        archived = [(int(a), int(b)) for a, b in conn.execute(query, key)]
     if _has_table(conn, _sqlite_archive.WRITES_TABLE):
         query = f"SELECT first_id, last_id FROM {_sqlite_archive.WRITES_TABLE} {where}"
         writes = [(int(a), int(b)) for a, b in conn.execute(query, key)]
-    if not (archived or writes):
-        return SideFacts(revision, op_ids)
-    handed_out = _handed_out(conn, messages, archived)
-    return SideFacts(
-        revision,
-        op_ids,
-        len(archived),
-        len(writes),
-        check_archive(revision, archived, writes, handed_out),
+    archived: Iterator[tuple[int, Any, int]] = iter(())
+    if _has_table(conn, _sqlite_archive.ARCHIVE_TABLE):
+        # As the live rows are read: bytes whatever the storage class (a TEXT value
+        # that is not UTF-8 would fail to read as str), NULL and numbers not text; row
+        # by row, each decoded as it comes.
+        query = (
+            "SELECT id, CAST(message_data AS BLOB), typeof(message_data), removed_revision "
+            f"FROM {_sqlite_archive.ARCHIVE_TABLE} {where}"
+        )
+        archived = (
+            (int(row_id), bytes(raw) if kind in ("text", "blob") else None, int(by))
+            for row_id, raw, kind, by in conn.execute(query, key)
+        )
+    return archive_side_facts(
+        revision, op_ids, archived, writes, lambda: _handed_out(conn, messages)
     )
 
 
-def _handed_out(
-    conn: sqlite3.Connection, messages: str, archived: Sequence[tuple[int, int]]
-) -> int:
-    """The highest row id the messages table ever gave: AUTOINCREMENT's counter, or
-    (a table without it) the highest id found in it or in the archive."""
+def _handed_out(conn: sqlite3.Connection, messages: str) -> int:
+    """The highest row id the messages table holds or AUTOINCREMENT's counter gave
+    (``archive_side_facts`` adds the archived ids: a table without the counter)."""
     newest = conn.execute(f"SELECT max(id) FROM {messages}").fetchone()[0]
-    found = [int(newest or 0), *(row_id for row_id, _ in archived)]
+    found = [int(newest or 0)]
     if _has_table(conn, "sqlite_sequence"):
         counter = conn.execute(
             "SELECT seq FROM sqlite_sequence WHERE name = ?", (messages,)
