@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from histcore.sessions._transactions import Replacement, SuffixReplacing
 from histcore.sessions.base import InputItem
 
-__all__ = ["compaction_snapshot"]
+__all__ = ["CompactionHook", "compaction_snapshot"]
 
 # Reads of the snapshot before giving up (None) when other writers keep changing it.
 _ATTEMPTS = 5
@@ -32,14 +33,7 @@ class _Transactional(Protocol):
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]: ...
 
-    async def _replace(
-        self,
-        start: int,
-        items: list[InputItem],
-        expected_revision: int,
-        from_end: bool = False,
-        prune_prefix: Callable[[Any], bool] | None = None,
-    ) -> bool: ...
+    async def _replace(self, replacement: Replacement[Any]) -> bool: ...
 
 
 async def compaction_snapshot(
@@ -69,7 +63,21 @@ async def compaction_snapshot(
         if isinstance(start, bool) or not isinstance(start, int) or start < 0 or newest <= 0:
             return False  # as the SDK's own stores: an empty suffix replaces nothing
         return await session._replace(
-            newest, list(output), revision, from_end=True, prune_prefix=prune_prefix
+            Replacement(newest, list(output), revision, from_end=True, prune_prefix=prune_prefix)
         )
 
     return _CompactionSnapshot(items, len(read) <= limit, replace_suffix)
+
+
+class CompactionHook(SuffixReplacing):
+    """``SuffixReplacing`` with the SDK's compaction hook, answered by the class that
+    sets ``_answers_compaction = True`` in its own body; not by its subclasses, which
+    may transform items and must supply their own, as in the SDK."""
+
+    async def _get_compaction_snapshot(
+        self: _Transactional, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        """The SDK's ``_CompactionSnapshot`` (``compaction_snapshot``), or None."""
+        if not type(self).__dict__.get("_answers_compaction", False):
+            return None
+        return await compaction_snapshot(self, limit, prune_prefix)

@@ -13,30 +13,16 @@ write that fails forgets the kept history (``PostgresSession._finish_or_forget``
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
-from histcore.sessions._transactions import doomed_rows
+from histcore.sessions._transactions import Replacement
 from histcore.sessions.sql_store import DecodedRows, HistoryCache
 
-__all__ = ["ReplaceSteps", "Replacement", "replace_rows"]
+__all__ = ["ReplaceSteps", "replace_rows"]
 
 _Conn = psycopg.AsyncConnection[Any]
-
-
-@dataclass(frozen=True)
-class Replacement:
-    """One ``replace_suffix`` call, checked and encoded (``from_end`` and
-    ``prune_prefix``: see ``_transactions.doomed_rows``)."""
-
-    start: int
-    texts: list[str]
-    expected_revision: int
-    from_end: bool = False
-    prune_prefix: Callable[[Any], bool] | None = None
 
 
 class ReplaceSteps(ABC):
@@ -68,10 +54,9 @@ class ReplaceSteps(ABC):
         forgotten."""
 
 
-async def replace_rows(conn: _Conn, steps: ReplaceSteps, replacement: Replacement) -> bool:
+async def replace_rows(conn: _Conn, steps: ReplaceSteps, replacement: Replacement[str]) -> bool:
     """``replacement`` in one transaction on ``conn``: False, nothing written, when the
     revision is not the expected one (or ``from_end`` counts past the start)."""
-    texts = replacement.texts
     history: HistoryCache | None = None
     async with conn.transaction():
         if await steps.lock(conn) != replacement.expected_revision:
@@ -79,22 +64,9 @@ async def replace_rows(conn: _Conn, steps: ReplaceSteps, replacement: Replacemen
         # Not with ``prune_prefix``, which must not see the kept objects.
         if replacement.prune_prefix is None:
             history = await steps.kept(conn)
-        if history is None:
-            rows = await steps.every_row(conn)
-            ids, items = rows.ids, rows.items
-        else:
-            ids, items = history.ids, history.items
-        doomed = doomed_rows(
-            ids,
-            items,
-            replacement.start,
-            from_end=replacement.from_end,
-            prune_prefix=replacement.prune_prefix,
-        )
-        if doomed is None:
-            return False
-        if not doomed and not texts:
-            return True  # nothing changes
-        await steps.write(conn, doomed, texts)
+        doomed = replacement.doomed(history or await steps.every_row(conn))
+        if doomed is None or not replacement.changes(doomed):
+            return doomed is not None  # None: fewer items than ``from_end`` counts
+        await steps.write(conn, doomed, replacement.items)
     steps.committed(history, doomed)
     return True

@@ -237,39 +237,34 @@ class SdkLayout:
 
     # --- history transactions ---------------------------------------------------------
 
-    async def _sdk_count(self, conn: _Conn) -> int:
-        """Inside a write transaction holding the session's lock: the revision, one more
-        when the rows are not the ones the stored stamp describes (a change by a writer
-        that does not count: the SDK's session, a hand-written statement, the doctor)."""
+    async def _sdk_state(self, conn: _Conn) -> tuple[int | None, int, int]:
+        """The stored revision, None when the rows are not the ones the stored stamp
+        describes (changed by a writer that does not count: the SDK's session, a
+        hand-written statement, the doctor); and the rows' stamp now (rows, digest)."""
         sid = self.session_id
         cursor = await conn.execute(self._sdk.revision_state, (sid, sid))
         found = await cursor.fetchone()
         assert found is not None  # one aggregate row
         revision, rows, digest, now_rows, now_digest = found
-        if (int(rows or 0), int(digest or 0)) == (int(now_rows), int(now_digest)):
-            return int(revision or 0)
-        cursor = await conn.execute(self._sdk.count_to, (sid, now_rows, now_digest))
+        now = (int(now_rows), int(now_digest))
+        if (int(rows or 0), int(digest or 0)) != now:
+            return None, *now
+        return int(revision or 0), *now
+
+    async def _sdk_current(self, conn: _Conn) -> int | None:
+        """The stored revision; None when a writer that does not count changed the rows."""
+        return (await self._sdk_state(conn))[0]
+
+    async def _sdk_count(self, conn: _Conn) -> int:
+        """Inside a write transaction holding the session's lock: the revision, one more
+        when a writer that does not count changed the rows (``_sdk_state``)."""
+        revision, rows, digest = await self._sdk_state(conn)
+        if revision is not None:
+            return revision
+        cursor = await conn.execute(self._sdk.count_to, (self.session_id, rows, digest))
         counted = await cursor.fetchone()
         assert counted is not None  # an upsert returns its row
         return int(counted[0])
-
-    async def _sdk_revision(self, pool: Pool) -> int:
-        await self._sdk_side_tables(pool)
-        sid = self.session_id
-
-        async def read() -> int:
-            async with pool.connection() as conn:
-                cursor = await conn.execute(self._sdk.revision_state, (sid, sid))
-                found = await cursor.fetchone()
-                assert found is not None  # one aggregate row
-                revision, rows, digest, now_rows, now_digest = found
-                if (int(rows or 0), int(digest or 0)) == (int(now_rows), int(now_digest)):
-                    return int(revision or 0)
-                async with conn.transaction():
-                    await conn.execute(self._sdk.lock_existing, (sid,))
-                    return await self._sdk_count(conn)
-
-        return await self._finish("revision", read)
 
     async def _sdk_transcript(self, pool: Pool) -> list[TranscriptEntry]:
         sql, sid = self._sdk, self.session_id

@@ -30,16 +30,96 @@ def fits_jsonb(text: str) -> bool:
     return True
 
 
-class Statements:
-    """The SQL of one pair of tables of histcore's layout."""
+class _BothLayouts:
+    """The statements of both layouts alike: a session's removal, its op ids, and the
+    archive of ``keep_replaced`` (``_add_archive``)."""
 
+    # Set by the layout's own statements.
+    schema: list[str]
+    indexes: list[str]
+    required_columns: dict[str, dict[str, str | tuple[str, ...]]]
     # Set by ``_add_archive``.
     archive_all: str
     archive_rows: str
     archived: str
     writes: str
 
+    def _add_shared(self, sessions: str, messages: str) -> None:
+        """The statements written alike for both layouts."""
+        revisions, ops = f"{sessions}_revisions", f"{sessions}_op_ids"
+        self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
+        self.delete_messages = f"DELETE FROM {messages} WHERE session_id = %s"
+        self.op_applied = f"SELECT 1 FROM {ops} WHERE session_id = %s AND op_id = %s"
+        # All but the latest ``op_id_window`` op ids (one at most, in the steady state).
+        self.forget_old_ops = (
+            f"DELETE FROM {ops} WHERE session_id = %s "
+            f"AND seq <= (SELECT ops FROM {revisions} WHERE session_id = %s) - %s"
+        )
+
+    def _add_archive(self, sessions: str, messages: str, keep: bool, text: str) -> tuple[str, str]:
+        """The archive of ``keep_replaced`` (``postgres`` module docstring): its tables
+        join the schema only with ``keep``, so other sessions never need them (nor
+        CREATE rights); ``text`` is the messages' column of the stored text. Returns the
+        SQL of the revision the current transaction commits, and the writes table."""
+        archive, writes = f"{sessions}_archive", f"{sessions}_writes"
+        if keep:
+            self.schema = [
+                *self.schema,
+                f"""CREATE TABLE IF NOT EXISTS {archive} (
+                    session_id TEXT NOT NULL,
+                    id BIGINT NOT NULL,
+                    message_text TEXT NOT NULL,
+                    removed_revision BIGINT NOT NULL
+                )""",
+                f"CREATE INDEX IF NOT EXISTS {archive}_session ON {archive} (session_id, id)",
+                f"""CREATE TABLE IF NOT EXISTS {writes} (
+                    session_id TEXT NOT NULL,
+                    first_id BIGINT NOT NULL,
+                    last_id BIGINT NOT NULL,
+                    revision BIGINT NOT NULL,
+                    PRIMARY KEY (session_id, first_id)
+                )""",
+            ]
+            self.indexes.append(f"{archive}_session")
+            self.required_columns[archive] = {
+                "session_id": "text",
+                "id": "bigint",
+                "message_text": "text",
+                "removed_revision": "bigint",
+            }
+            self.required_columns[writes] = {
+                "session_id": "text",
+                "first_id": "bigint",
+                "last_id": "bigint",
+                "revision": "bigint",
+            }
+        # The revision the current transaction commits (one more than the stored one).
+        following = (
+            f"coalesce((SELECT revision FROM {sessions}_revisions WHERE session_id = %s), 0) + 1"
+        )
+        copy = (
+            f"INSERT INTO {archive} (session_id, id, message_text, removed_revision) "
+            f"SELECT session_id, id, {text}, {following} FROM {messages} "
+            "WHERE session_id = %s"
+        )
+        self.archive_all = copy
+        self.archive_rows = copy + " AND id = ANY(%s)"
+        self.archived = (
+            f"SELECT id, message_text, removed_revision FROM {archive} "
+            "WHERE session_id = %s ORDER BY id"
+        )
+        self.writes = (
+            f"SELECT first_id, last_id, revision FROM {writes} "
+            "WHERE session_id = %s ORDER BY first_id"
+        )
+        return following, writes
+
+
+class Statements(_BothLayouts):
+    """The SQL of one pair of tables of histcore's layout."""
+
     def __init__(self, sessions: str, messages: str, keep_replaced: bool = False) -> None:
+        self._add_shared(sessions, messages)
         self.schema = histcore_schema(sessions, messages)
         self.indexes = [f"idx_{messages}_session_id"]
         self.required_columns: dict[str, dict[str, str | tuple[str, ...]]] = {
@@ -75,8 +155,6 @@ class Statements:
             f"UPDATE {sessions} SET generation = txid_current(), updated_at = now() "
             "WHERE session_id = %s RETURNING generation"
         )
-        self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
-        self.delete_messages = f"DELETE FROM {messages} WHERE session_id = %s"
         # One statement, so the generation and the rows come from one snapshot (the
         # generation is repeated on every row); when no row matches, ``generation``
         # alone is read afterwards (see ``_fetch``).
@@ -115,12 +193,6 @@ class Statements:
             "last_id = EXCLUDED.last_id, ops = r.ops + 1 RETURNING ops) "
             f"INSERT INTO {ops} (session_id, op_id, seq) SELECT %s, %s, ops FROM counted"
         )
-        self.op_applied = f"SELECT 1 FROM {ops} WHERE session_id = %s AND op_id = %s"
-        # All but the latest ``op_id_window`` op ids (one at most, in the steady state).
-        self.forget_old_ops = (
-            f"DELETE FROM {ops} WHERE session_id = %s "
-            f"AND seq <= (SELECT ops FROM {revisions} WHERE session_id = %s) - %s"
-        )
         self.all_rows = f"SELECT id, message_text FROM {messages} WHERE session_id = %s ORDER BY id"
         self.delete_rows = f"DELETE FROM {messages} WHERE id = ANY(%s)"
         self._archive_statements(sessions, messages, keep_replaced)
@@ -128,7 +200,7 @@ class Statements:
     def _archive_statements(self, sessions: str, messages: str, keep_replaced: bool) -> None:
         """The archive of ``keep_replaced`` (``_add_archive``), and the append noting
         its ids."""
-        following, writes = _add_archive(self, sessions, messages, keep_replaced, "message_text")
+        following, writes = self._add_archive(sessions, messages, keep_replaced, "message_text")
         self.append_noted = (
             f"WITH added AS ({self.append} RETURNING id) "
             f"INSERT INTO {writes} (session_id, first_id, last_id, revision) "
@@ -136,80 +208,15 @@ class Statements:
         )
 
 
-def _add_archive(
-    sql: Statements | SdkStatements, sessions: str, messages: str, keep: bool, text: str
-) -> tuple[str, str]:
-    """The archive of ``keep_replaced`` (``postgres`` module docstring) on ``sql``: its
-    tables join the schema only with ``keep``, so other sessions never need them (nor
-    CREATE rights); ``text`` is the messages' column of the stored text. Returns the SQL
-    of the revision the current transaction commits, and the writes table."""
-    archive, writes = f"{sessions}_archive", f"{sessions}_writes"
-    if keep:
-        sql.schema = [
-            *sql.schema,
-            f"""CREATE TABLE IF NOT EXISTS {archive} (
-                session_id TEXT NOT NULL,
-                id BIGINT NOT NULL,
-                message_text TEXT NOT NULL,
-                removed_revision BIGINT NOT NULL
-            )""",
-            f"CREATE INDEX IF NOT EXISTS {archive}_session ON {archive} (session_id, id)",
-            f"""CREATE TABLE IF NOT EXISTS {writes} (
-                session_id TEXT NOT NULL,
-                first_id BIGINT NOT NULL,
-                last_id BIGINT NOT NULL,
-                revision BIGINT NOT NULL,
-                PRIMARY KEY (session_id, first_id)
-            )""",
-        ]
-        sql.indexes.append(f"{archive}_session")
-        sql.required_columns[archive] = {
-            "session_id": "text",
-            "id": "bigint",
-            "message_text": "text",
-            "removed_revision": "bigint",
-        }
-        sql.required_columns[writes] = {
-            "session_id": "text",
-            "first_id": "bigint",
-            "last_id": "bigint",
-            "revision": "bigint",
-        }
-    # The revision the current transaction commits (one more than the stored one).
-    following = (
-        f"coalesce((SELECT revision FROM {sessions}_revisions WHERE session_id = %s), 0) + 1"
-    )
-    copy = (
-        f"INSERT INTO {archive} (session_id, id, message_text, removed_revision) "
-        f"SELECT session_id, id, {text}, {following} FROM {messages} "
-        "WHERE session_id = %s"
-    )
-    sql.archive_all = copy
-    sql.archive_rows = copy + " AND id = ANY(%s)"
-    sql.archived = (
-        f"SELECT id, message_text, removed_revision FROM {archive} "
-        "WHERE session_id = %s ORDER BY id"
-    )
-    sql.writes = (
-        f"SELECT first_id, last_id, revision FROM {writes} WHERE session_id = %s ORDER BY first_id"
-    )
-    return following, writes
-
-
-class SdkStatements:
+class SdkStatements(_BothLayouts):
     """The SQL of the OpenAI Agents SDK's ``SQLAlchemySession`` tables, written as the
     SDK writes them, with histcore's revision, op-id and archive tables beside them
     (``schema``: made by the first write, never needed to read). Rows are in the SDK's
     order, ``created_at, id``; a statement's parameters are listed by its comment where
     the session id repeats."""
 
-    # Set by ``_add_archive``.
-    archive_all: str
-    archive_rows: str
-    archived: str
-    writes: str
-
     def __init__(self, sessions: str, messages: str, keep_replaced: bool = False) -> None:
+        self._add_shared(sessions, messages)
         self.tables = sdk_schema(sessions, messages)
         self.tables_required = sdk_columns(sessions, messages)
         revisions, ops = f"{sessions}_revisions", f"{sessions}_op_ids"
@@ -249,8 +256,6 @@ class SdkStatements:
             f"WITH gone AS (DELETE FROM {messages} WHERE id = ANY(%s) RETURNING {ROW_HASH} AS h) "
             "SELECT count(*), coalesce(sum(h), 0) FROM gone"
         )
-        self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
-        self.delete_messages = f"DELETE FROM {messages} WHERE session_id = %s"
         self.all_rows = (
             f"SELECT id, message_data FROM {messages} WHERE session_id = %s ORDER BY created_at, id"
         )
@@ -285,12 +290,7 @@ class SdkStatements:
             + f" RETURNING ops) INSERT INTO {ops} (session_id, op_id, seq) "
             "SELECT %s, %s, ops FROM counted"
         )
-        self.op_applied = f"SELECT 1 FROM {ops} WHERE session_id = %s AND op_id = %s"
-        self.forget_old_ops = (
-            f"DELETE FROM {ops} WHERE session_id = %s "
-            f"AND seq <= (SELECT ops FROM {revisions} WHERE session_id = %s) - %s"
-        )
-        following, writes = _add_archive(self, sessions, messages, keep_replaced, "message_data")
+        following, writes = self._add_archive(sessions, messages, keep_replaced, "message_data")
         # (session, session, texts, session, session)
         self.append_noted = (
             f"WITH added AS ({added}), noted AS (INSERT INTO {writes} "

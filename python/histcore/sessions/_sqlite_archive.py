@@ -16,36 +16,32 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from histcore.sessions._sqlite_schema import made_if_missing, missing_table, side_table
+
 __all__ = ["ARCHIVE_TABLE", "WRITES_TABLE", "archive", "note_write", "read"]
 
 ARCHIVE_TABLE = "histcore_archive"
 WRITES_TABLE = "histcore_writes"
 
 _CREATE = (
-    f"CREATE TABLE IF NOT EXISTS {ARCHIVE_TABLE} (messages_table TEXT NOT NULL, "
-    "session_id TEXT NOT NULL, id INTEGER NOT NULL, message_data TEXT, "
-    "removed_revision INTEGER NOT NULL)",
+    side_table(
+        ARCHIVE_TABLE,
+        "id INTEGER NOT NULL, message_data TEXT, removed_revision INTEGER NOT NULL",
+    ),
     f"CREATE INDEX IF NOT EXISTS idx_{ARCHIVE_TABLE}_session "
     f"ON {ARCHIVE_TABLE} (messages_table, session_id, id)",
-    f"CREATE TABLE IF NOT EXISTS {WRITES_TABLE} (messages_table TEXT NOT NULL, "
-    "session_id TEXT NOT NULL, first_id INTEGER NOT NULL, last_id INTEGER NOT NULL, "
-    "revision INTEGER NOT NULL, PRIMARY KEY (messages_table, session_id, first_id))",
+    side_table(
+        WRITES_TABLE,
+        "first_id INTEGER NOT NULL, last_id INTEGER NOT NULL, revision INTEGER NOT NULL",
+        key=", first_id",
+    ),
 )
 
 
 def _run(conn: sqlite3.Connection, sql: str, params: Any, many: bool = False) -> None:
-    """Run ``sql``, making the tables first in a file that lacks them (inside the
-    caller's write transaction; a failed statement leaves it as it was)."""
+    """Run ``sql``, making the tables first in a file that lacks them."""
     execute = conn.executemany if many else conn.execute
-    try:
-        execute(sql, params)
-        return
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-    for statement in _CREATE:
-        conn.execute(statement)
-    execute(sql, params)
+    made_if_missing(conn, _CREATE, lambda: execute(sql, params))
 
 
 def archive(
@@ -107,7 +103,7 @@ def read(
             (messages, session_id),
         ).fetchall()
     except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
+        if not missing_table(exc):
             raise
         return [], []
     return (

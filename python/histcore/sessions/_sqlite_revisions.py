@@ -21,25 +21,23 @@ from __future__ import annotations
 
 import sqlite3
 
+from histcore.sessions._sqlite_schema import made_if_missing, missing_table, side_table
+
 __all__ = ["OP_IDS_TABLE", "REVISIONS_TABLE", "applied", "record", "state"]
 
 REVISIONS_TABLE = "histcore_revisions"
 OP_IDS_TABLE = "histcore_op_ids"
 
 _CREATE = (
-    f"CREATE TABLE IF NOT EXISTS {REVISIONS_TABLE} (messages_table TEXT NOT NULL, "
-    "session_id TEXT NOT NULL, revision INTEGER NOT NULL, last_id INTEGER, "
-    "ops INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (messages_table, session_id))",
-    f"CREATE TABLE IF NOT EXISTS {OP_IDS_TABLE} (messages_table TEXT NOT NULL, "
-    "session_id TEXT NOT NULL, op_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "PRIMARY KEY (messages_table, session_id, op_id))",
+    side_table(
+        REVISIONS_TABLE,
+        "revision INTEGER NOT NULL, last_id INTEGER, ops INTEGER NOT NULL DEFAULT 0",
+        key="",
+    ),
+    side_table(OP_IDS_TABLE, "op_id TEXT NOT NULL, seq INTEGER NOT NULL", key=", op_id"),
     f"CREATE INDEX IF NOT EXISTS idx_{OP_IDS_TABLE}_seq "
     f"ON {OP_IDS_TABLE} (messages_table, session_id, seq)",
 )
-
-
-def _missing_table(exc: sqlite3.OperationalError) -> bool:
-    return "no such table" in str(exc)
 
 
 def _newest(conn: sqlite3.Connection, messages: str, session_id: str) -> int | None:
@@ -61,7 +59,7 @@ def _stored(
             (messages, session_id),
         ).fetchone()
     except sqlite3.OperationalError as exc:
-        if not _missing_table(exc):
+        if not missing_table(exc):
             raise
         return 0, None, 0
     if row is None:
@@ -85,7 +83,7 @@ def applied(conn: sqlite3.Connection, messages: str, session_id: str, op_id: str
             (messages, session_id, op_id),
         ).fetchone()
     except sqlite3.OperationalError as exc:
-        if not _missing_table(exc):
+        if not missing_table(exc):
             raise
         return False
     return row is not None
@@ -103,16 +101,9 @@ def record(
     """Inside a write transaction: count this transaction's change (``changed``), or an
     uncounted one by another program, as one more revision, and remember ``op_id``
     among the latest ``window``; the session's revision afterwards."""
-    try:
-        return _record(conn, messages, session_id, changed, op_id, window)
-    except sqlite3.OperationalError as exc:
-        if not _missing_table(exc):
-            raise
-    # A file made before the tables existed: made here, in the caller's transaction (a
-    # failed statement leaves the transaction as it was).
-    for statement in _CREATE:
-        conn.execute(statement)
-    return _record(conn, messages, session_id, changed, op_id, window)
+    return made_if_missing(
+        conn, _CREATE, lambda: _record(conn, messages, session_id, changed, op_id, window)
+    )
 
 
 def _record(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from histcore.exceptions import SessionError
 
@@ -21,11 +23,16 @@ __all__ = [
     "enable_wal",
     "ids_never_reused",
     "insert_batch_size",
+    "made_if_missing",
+    "missing_table",
     "note_rewrite",
     "rewrite_generation",
+    "side_table",
     "tables_present",
     "text",
 ]
+
+_T = TypeVar("_T")
 
 # Upper bound of rows per multi-row INSERT (the variable limit may lower it).
 _MAX_ROWS_PER_INSERT = 4096
@@ -152,6 +159,42 @@ def insert_batch_size(conn: sqlite3.Connection) -> int:
     return max(1, min(_MAX_ROWS_PER_INSERT, variables // 2))
 
 
+# --- histcore's side tables ---------------------------------------------------------------
+#
+# Rows of (messages table, session) next to the SDK's tables, made by the first write that
+# needs them: revisions and op ids (``_sqlite_revisions``), the archive
+# (``_sqlite_archive``), rewrites in place (below).
+
+
+def side_table(name: str, columns: str, key: str | None = None) -> str:
+    """The CREATE statement of side table ``name``: ``messages_table``, ``session_id``,
+    then ``columns``; with ``key``, a primary key of those two and then ``key``'s."""
+    primary = "" if key is None else f", PRIMARY KEY (messages_table, session_id{key})"
+    return (
+        f"CREATE TABLE IF NOT EXISTS {name} (messages_table TEXT NOT NULL, "
+        f"session_id TEXT NOT NULL, {columns}{primary})"
+    )
+
+
+def missing_table(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused a statement for a table the file does not have."""
+    return "no such table" in str(exc)
+
+
+def made_if_missing(conn: sqlite3.Connection, create: Sequence[str], run: Callable[[], _T]) -> _T:
+    """``run()``, run again after the statements ``create`` when it failed for a table
+    the file lacks (a file made before it existed), inside the caller's write
+    transaction (a failed statement leaves the transaction as it was)."""
+    try:
+        return run()
+    except sqlite3.OperationalError as exc:
+        if not missing_table(exc):
+            raise
+    for statement in create:
+        conn.execute(statement)
+    return run()
+
+
 # --- rewrites in place ------------------------------------------------------------------
 #
 # A session's history cache notices rows appended or removed by other connections (see
@@ -167,11 +210,7 @@ REWRITES_TABLE = "histcore_rewrites"
 def note_rewrite(conn: sqlite3.Connection, messages: str, session_id: str) -> None:
     """Inside a write transaction that rewrote rows of ``session_id`` in place: change
     its rewrite generation, so cached copies of the history are read again."""
-    conn.execute(
-        f"CREATE TABLE IF NOT EXISTS {REWRITES_TABLE} (messages_table TEXT NOT NULL, "
-        "session_id TEXT NOT NULL, generation INTEGER NOT NULL, "
-        "PRIMARY KEY (messages_table, session_id))"
-    )
+    conn.execute(side_table(REWRITES_TABLE, "generation INTEGER NOT NULL", key=""))
     conn.execute(
         f"INSERT INTO {REWRITES_TABLE} (messages_table, session_id, generation) "
         "VALUES (?, ?, 1) ON CONFLICT (messages_table, session_id) "
@@ -188,7 +227,7 @@ def rewrite_generation(conn: sqlite3.Connection, messages: str, session_id: str)
             (messages, session_id),
         ).fetchone()
     except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
+        if not missing_table(exc):
             raise
         return 0  # no rewrite was ever noted in this file
     return 0 if row is None else int(row[0])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -34,7 +33,7 @@ from histcore.sessions import _sqlite_schema as schema
 from histcore.sessions._codec import encoded_chunks
 from histcore.sessions._sqlite_connect import check_busy_timeout, connect, transaction
 from histcore.sessions._sqlite_insert import Written, insert_rows
-from histcore.sessions._transactions import DEFAULT_OP_ID_WINDOW, doomed_rows
+from histcore.sessions._transactions import DEFAULT_OP_ID_WINDOW, Replacement
 from histcore.sessions.base import describe_session_id
 from histcore.sessions.sql_store import (
     BEFORE_ALL,
@@ -386,6 +385,24 @@ class SQLiteStore(SkipsCorruptRows):
         ).fetchone()
         return row
 
+    def _add_session_row(self) -> None:
+        """The session's row in the sessions table, made when missing, as the SDK does."""
+        self._conn.execute(
+            f"INSERT OR IGNORE INTO {self.sessions_table} (session_id) VALUES (?)",
+            (self.session_id,),
+        )
+
+    def _insert(self, texts: list[bytes]) -> None:
+        """Inside a write transaction: append the rows ``texts``, in order."""
+        insert_rows(
+            self._conn,
+            self.messages_table,
+            self.session_id,
+            texts,
+            cast=self._bind_bytes,
+            rows_per_insert=self._rows_per_insert,
+        )
+
     def _touch_session(self) -> None:
         """The session row's updated_at, as the SDK's writes set it."""
         self._conn.execute(
@@ -424,21 +441,11 @@ class SQLiteStore(SkipsCorruptRows):
                     if op_id is not None and revisions.applied(conn, table, self.session_id, op_id):
                         return False  # applied before: a retry stores nothing
                     sequence = self._sequence() if cache is not None else None
-                    conn.execute(
-                        f"INSERT OR IGNORE INTO {self.sessions_table} (session_id) VALUES (?)",
-                        (self.session_id,),
-                    )
+                    self._add_session_row()
                     texts: list[bytes] | None = first_chunk
                     del first_chunk
                     while texts is not None:
-                        insert_rows(
-                            conn,
-                            table,
-                            self.session_id,
-                            texts,
-                            cast=self._bind_bytes,
-                            rows_per_insert=self._rows_per_insert,
-                        )
+                        self._insert(texts)
                         written.add(texts, keep=cache is not None)
                         # A large batch would make its commit copy the whole batch again
                         # from the WAL into the database (SQLite's automatic checkpoint).
@@ -600,20 +607,10 @@ class SQLiteStore(SkipsCorruptRows):
             with self._write():
                 return revisions.record(conn, table, self.session_id, changed=False)
 
-    def replace_suffix(
-        self,
-        start: int,
-        texts: list[bytes],
-        expected_revision: int,
-        from_end: bool = False,
-        prune_prefix: Callable[[Any], bool] | None = None,
-    ) -> bool:
-        """Replace the items from position ``start`` (of those ``read`` returns) with the
-        rows ``texts``, in one transaction, if the revision is ``expected_revision``
-        (``from_end`` and ``prune_prefix``: see ``_transactions.doomed_rows``).
-
-        Rows that hold no item are not positions, and are left where they are.
-        """
+    def replace_suffix(self, replacement: Replacement[bytes]) -> bool:
+        """``replacement`` (positions of the items ``read`` returns; its items are the
+        rows' texts) in one transaction; rows that hold no item stay where they are."""
+        texts, prune_prefix = replacement.items, replacement.prune_prefix
         with self._lock:
             conn, table = self._writable("replace_suffix"), self.messages_table
             if self._cache is not None:
@@ -622,29 +619,24 @@ class SQLiteStore(SkipsCorruptRows):
             try:
                 with self._write():
                     revision = revisions.record(conn, table, self.session_id, changed=False)
-                    if revision != expected_revision:
+                    if revision != replacement.expected_revision:
                         return False
                     # The positions: from the kept history when it holds the whole
                     # session and nobody else committed since (no decode of every row);
                     # not with ``prune_prefix``, which must not see the kept objects.
                     cache = self._cache_if_current() if prune_prefix is None else None
-                    if cache is None or cache.floor is not None:
+                    if cache is not None and cache.floor is not None:
                         cache = None
-                        rows = self._decode_query(
+                    doomed = replacement.doomed(
+                        cache
+                        or self._decode_query(
                             f"SELECT id, message_data FROM {table} WHERE session_id = ? "
                             "ORDER BY id",
                             (self.session_id,),
                         )
-                        ids, items = rows.ids, rows.items
-                    else:
-                        ids, items = cache.ids, cache.items
-                    doomed = doomed_rows(
-                        ids, items, start, from_end=from_end, prune_prefix=prune_prefix
                     )
-                    if doomed is None:
-                        return False
-                    if not doomed and not texts:
-                        return True  # nothing changes
+                    if doomed is None or not replacement.changes(doomed):
+                        return doomed is not None  # None: fewer items than from_end counts
                     sequence = self._sequence() if cache is not None and texts else None
                     if self._keep_replaced:
                         archive.archive(conn, table, self.session_id, revision + 1, doomed)
@@ -652,18 +644,8 @@ class SQLiteStore(SkipsCorruptRows):
                         f"DELETE FROM {table} WHERE id = ?", [(row,) for row in doomed]
                     )
                     if texts:
-                        conn.execute(
-                            f"INSERT OR IGNORE INTO {self.sessions_table} (session_id) VALUES (?)",
-                            (self.session_id,),
-                        )
-                        insert_rows(
-                            conn,
-                            table,
-                            self.session_id,
-                            texts,
-                            cast=self._bind_bytes,
-                            rows_per_insert=self._rows_per_insert,
-                        )
+                        self._add_session_row()
+                        self._insert(texts)
                     self._touch_session()
                     # Before ``record``, whose upsert moves last_insert_rowid.
                     last = conn.execute("SELECT last_insert_rowid()").fetchone()[0]

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from histcore.sessions.base import check_int, items_argument
 
 __all__ = [
     "DEFAULT_OP_ID_WINDOW",
+    "Replacement",
     "SuffixReplacing",
     "check_expected_revision",
     "check_keep_replaced",
@@ -25,6 +29,17 @@ __all__ = [
     "doomed_rows",
     "start_beyond",
 ]
+
+_Item = TypeVar("_Item")
+_Text = TypeVar("_Text")
+
+
+class _History(Protocol):
+    """Rows of a history that hold items: their ids and the items, oldest first."""
+
+    ids: list[int]
+    items: list[Any]
+
 
 #: How many op ids a session remembers by default (its latest ones).
 DEFAULT_OP_ID_WINDOW = 1000
@@ -50,11 +65,7 @@ def check_op_id(op_id: object) -> str | None:
 
 def check_op_id_window(window: object) -> int:
     """``window`` if it is an int >= 1; otherwise a TypeError/ValueError naming it."""
-    if isinstance(window, bool) or not isinstance(window, int):
-        raise TypeError(f"op_id_window must be an int >= 1, not {type(window).__name__}")
-    if window < 1:
-        raise ValueError(f"op_id_window must be an int >= 1, got {window}")
-    return window
+    return check_int(window, "op_id_window", 1)
 
 
 def check_keep_replaced(keep: object) -> bool:
@@ -66,21 +77,13 @@ def check_keep_replaced(keep: object) -> bool:
 
 def check_expected_revision(revision: object) -> int:
     """``revision`` if it is an int >= 0; otherwise a TypeError/ValueError naming it."""
-    if isinstance(revision, bool) or not isinstance(revision, int):
-        raise TypeError(f"expected_revision must be an int >= 0, not {type(revision).__name__}")
-    if revision < 0:
-        raise ValueError(f"expected_revision must be an int >= 0, got {revision}")
-    return revision
+    return check_int(revision, "expected_revision")
 
 
 def check_start(start: object) -> int:
     """``start`` if it is an int >= 0 (checked against the length later, in the
     transaction); otherwise a TypeError/ValueError naming it."""
-    if isinstance(start, bool) or not isinstance(start, int):
-        raise TypeError(f"start must be an int >= 0, not {type(start).__name__}")
-    if start < 0:
-        raise ValueError(f"start must be an int >= 0 (a position, oldest first), got {start}")
-    return start
+    return check_int(start, "start", hint=" (a position, oldest first)")
 
 
 def start_beyond(start: int, length: int) -> ValueError:
@@ -115,6 +118,41 @@ def doomed_rows(
     return ids[:expired] + ids[start:]
 
 
+@dataclass(frozen=True)
+class Replacement(Generic[_Item]):
+    """One ``replace_suffix``, its arguments checked: the items from position ``start``
+    (0-based, oldest first; with ``from_end``, counted from the newest) replaced by
+    ``items`` (their stored texts once encoded: ``stored``) if the revision is still
+    ``expected_revision``; ``prune_prefix``: see ``doomed_rows``."""
+
+    start: int
+    items: list[_Item]
+    expected_revision: int
+    from_end: bool = False
+    prune_prefix: Callable[[Any], bool] | None = None
+
+    def stored(self, texts: list[_Text]) -> Replacement[_Text]:
+        """This replacement, writing ``texts`` (its items encoded)."""
+        return Replacement(
+            self.start, texts, self.expected_revision, self.from_end, self.prune_prefix
+        )
+
+    def doomed(self, history: _History) -> list[int] | None:
+        """The row ids it removes from ``history`` (``doomed_rows`` of its ids and
+        items); None when ``from_end`` counts more items than it holds."""
+        return doomed_rows(
+            history.ids,
+            history.items,
+            self.start,
+            from_end=self.from_end,
+            prune_prefix=self.prune_prefix,
+        )
+
+    def changes(self, doomed: list[int]) -> bool:
+        """Whether removing the rows ``doomed`` and writing its items changes anything."""
+        return bool(doomed or self.items)
+
+
 class SuffixReplacing(ABC):
     """``replace_suffix`` written once for the stores that replace in one transaction of
     their own, ``_replace`` (SQLite and PostgreSQL; the SDK's compaction hook calls
@@ -127,16 +165,8 @@ class SuffixReplacing(ABC):
         hold no item are not positions, and are left where they are."""
         start = check_start(start)
         expected_revision = check_expected_revision(expected_revision)
-        return await self._replace(start, items, expected_revision)
+        return await self._replace(Replacement(start, items_argument(items), expected_revision))
 
     @abstractmethod
-    async def _replace(
-        self,
-        start: int,
-        items: list[Any],
-        expected_revision: int,
-        from_end: bool = False,
-        prune_prefix: Callable[[Any], bool] | None = None,
-    ) -> bool:
-        """``replace_suffix`` with checked arguments (``from_end`` and ``prune_prefix``:
-        see ``doomed_rows``)."""
+    async def _replace(self, replacement: Replacement[Any]) -> bool:
+        """``replacement``, its items not encoded yet, in one transaction."""

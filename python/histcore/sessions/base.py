@@ -22,6 +22,7 @@ __all__ = [
     "SessionABC",
     "SessionInputCallback",
     "SessionSettings",
+    "check_int",
     "check_limit",
     "check_session_id",
     "describe_session_id",
@@ -44,15 +45,23 @@ SessionInputCallback: TypeAlias = Callable[
 ]
 
 
+def check_int(
+    value: object, name: str, low: int = 0, rule: str | None = None, hint: str = ""
+) -> int:
+    """``value`` if it is an int >= ``low`` (a bool is not); otherwise a TypeError or
+    ValueError naming ``name``, the argument it was passed as, and the ``rule`` it
+    breaks (default "an int >= low"; ``hint`` follows it in the ValueError)."""
+    rule = rule or f"an int >= {low}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be {rule}, not {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be {rule}{hint}, got {value}")
+    return value
+
+
 def check_limit(limit: object, name: str = "limit") -> int | None:
     """``limit`` if it is None or an int >= 0; otherwise a TypeError/ValueError naming it."""
-    if limit is None:
-        return None
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"{name} must be an int >= 0 or None, not {type(limit).__name__}")
-    if limit < 0:
-        raise ValueError(f"{name} must be an int >= 0 or None, got {limit}")
-    return limit
+    return None if limit is None else check_int(limit, name, rule="an int >= 0 or None")
 
 
 def check_session_id(session_id: object) -> str:

@@ -34,7 +34,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
 from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionClosedError, SessionError
 from histcore.sessions._codec import encode_items
-from histcore.sessions._compaction import compaction_snapshot
+from histcore.sessions._compaction import CompactionHook
 from histcore.sessions._postgres_freshness import Freshness, Stamp
 from histcore.sessions._postgres_pools import (
     CONNECT_TIMEOUT,
@@ -43,13 +43,13 @@ from histcore.sessions._postgres_pools import (
     describe_dsn,
     shared_pool,
 )
-from histcore.sessions._postgres_replace import Replacement, ReplaceSteps, replace_rows
+from histcore.sessions._postgres_replace import ReplaceSteps, replace_rows
 from histcore.sessions._postgres_schema import SDK, check_layout, ensure_tables, find_layout
 from histcore.sessions._postgres_sdk import SdkLayout, SdkReplace
 from histcore.sessions._postgres_statements import SdkStatements, Statements, fits_jsonb
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
-    SuffixReplacing,
+    Replacement,
     check_keep_replaced,
     check_op_id,
     check_op_id_window,
@@ -99,7 +99,7 @@ class _HistoryChanged(Exception):
 # --- the session ----------------------------------------------------------------------
 
 
-class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorruptRows):
+class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptRows):
     """A session stored in PostgreSQL, shared safely by any number of workers.
 
     Give either ``dsn`` (sessions with the same DSN share a pool, see ``shared_pool``;
@@ -137,6 +137,7 @@ class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorrupt
 
     # A read hands out copies of the history cache, or rows decoded for it alone.
     _returns_fresh_items = True
+    _answers_compaction = True
 
     def __init__(
         self,
@@ -331,35 +332,29 @@ class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorrupt
         (not even after ``clear_session``), the same for every reader of the database."""
         self._check_open()
         pool = await self._ready_pool()
+        current: Callable[[psycopg.AsyncConnection[Any]], Awaitable[int | None]]
+        count: Callable[[psycopg.AsyncConnection[Any]], Awaitable[int]]
         if self._sdk_layout:
-            return await self._sdk_revision(pool)
+            await self._sdk_side_tables(pool)
+            current, count, lock = self._sdk_current, self._sdk_count, self._sdk.lock_existing
+        else:
+            current, count = self._current_revision, self._count_revision
+            lock = self._sql.lock_existing
 
         async def read() -> int:
             async with pool.connection() as conn:
-                cursor = await conn.execute(self._sql.revision_state, self._state_params())
-                found = await cursor.fetchone()
-                assert found is not None  # one row of scalar subqueries
-                revision, last_id, newest = found
-                if last_id == newest:
-                    return int(revision or 0)
+                revision = await current(conn)
+                if revision is not None:
+                    return revision
                 # Changed by a writer that does not count: count it now.
                 async with conn.transaction():
-                    await conn.execute(self._sql.lock_existing, (self.session_id,))
-                    return await self._count_revision(conn, changed=False)
+                    await conn.execute(lock, (self.session_id,))
+                    return await count(conn)
 
         return await self._finish("revision", read)
 
-    async def _replace(
-        self,
-        start: int,
-        items: list[InputItem],
-        expected_revision: int,
-        from_end: bool = False,
-        prune_prefix: Callable[[Any], bool] | None = None,
-    ) -> bool:
-        """``replace_suffix`` with checked arguments (``from_end`` and ``prune_prefix``:
-        see ``_transactions.doomed_rows``); ``_postgres_replace`` runs it."""
-        texts = encode_items(items_argument(items))
+    async def _replace(self, replacement: Replacement[Any]) -> bool:
+        texts = encode_items(replacement.items)
         self._check_open()
         pool = await self._ready_pool()
         steps: ReplaceSteps
@@ -368,23 +363,14 @@ class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorrupt
             steps = SdkReplace(self)
         else:
             steps = _HistcoreReplace(self, texts)
-        replacement = Replacement(start, texts, expected_revision, from_end, prune_prefix)
+        stored = replacement.stored(texts)
 
         async def replace() -> bool:
             async with pool.connection() as conn:
-                return await replace_rows(conn, steps, replacement)
+                return await replace_rows(conn, steps, stored)
 
         async with self._lock():
             return await self._finish_or_forget("replace_suffix", replace)
-
-    async def _get_compaction_snapshot(
-        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
-    ) -> Any:
-        """The OpenAI Agents SDK's compaction hook (``_compaction``); None for a
-        subclass, which may transform items and must supply its own, as in the SDK."""
-        if type(self) is not PostgresSession:
-            return None
-        return await compaction_snapshot(self, limit, prune_prefix)
 
     async def transcript(self) -> list[TranscriptEntry]:
         """Every item this session stored, in the order stored (row id), each with the
@@ -424,20 +410,24 @@ class PostgresSession(SdkLayout, SuffixReplacing, _ClosableSession, SkipsCorrupt
         else:
             await conn.execute(self._sql.append, (self.session_id, texts, fits))
 
-    def _state_params(self) -> tuple[str, str, str]:
-        return (self.session_id, self.session_id, self.session_id)
+    async def _current_revision(self, conn: psycopg.AsyncConnection[Any]) -> int | None:
+        """The stored revision; None when a writer that does not count changed the
+        session since it was counted (its newest row id is another)."""
+        sid = self.session_id
+        cursor = await conn.execute(self._sql.revision_state, (sid, sid, sid))
+        found = await cursor.fetchone()
+        assert found is not None  # one row of scalar subqueries
+        revision, last_id, newest = found
+        return int(revision or 0) if last_id == newest else None
 
-    async def _count_revision(self, conn: psycopg.AsyncConnection[Any], *, changed: bool) -> int:
+    async def _count_revision(
+        self, conn: psycopg.AsyncConnection[Any], *, changed: bool = False
+    ) -> int:
         """Inside a write transaction holding the session's lock: count this change
         (``changed``), or one by a writer that does not count, as one more revision;
         the revision afterwards."""
-        if not changed:
-            cursor = await conn.execute(self._sql.revision_state, self._state_params())
-            found = await cursor.fetchone()
-            assert found is not None  # one row of scalar subqueries
-            revision, last_id, newest = found
-            if last_id == newest:
-                return int(revision or 0)
+        if not changed and (revision := await self._current_revision(conn)) is not None:
+            return revision
         cursor = await conn.execute(self._sql.count_revision, (self.session_id, self.session_id))
         counted = await cursor.fetchone()
         assert counted is not None  # an upsert returns its row

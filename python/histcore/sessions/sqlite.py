@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionError
 from histcore.sessions._codec import encode_items_utf8
-from histcore.sessions._compaction import compaction_snapshot
+from histcore.sessions._compaction import CompactionHook
 from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
-    SuffixReplacing,
+    Replacement,
     check_keep_replaced,
     check_op_id,
     check_op_id_window,
@@ -47,7 +47,7 @@ __all__ = ["SQLiteSession"]
 _T = TypeVar("_T")
 
 
-class SQLiteSession(SuffixReplacing, _ClosableSession):
+class SQLiteSession(CompactionHook, _ClosableSession):
     """A session stored in a SQLite file (or ``:memory:``), in the Agents SDK's tables.
 
     ``db_path``: a file, ``:memory:``, or a ``file:`` URI (``file:chat.db?mode=ro``).
@@ -78,6 +78,7 @@ class SQLiteSession(SuffixReplacing, _ClosableSession):
 
     # A read hands out copies of the history cache, or rows decoded for it alone.
     _returns_fresh_items = True
+    _answers_compaction = True
 
     def __init__(
         self,
@@ -162,36 +163,12 @@ class SQLiteSession(SuffixReplacing, _ClosableSession):
         self._store.check_open()
         return await self._in_worker("transcript", self._store.transcript)
 
-    async def _replace(
-        self,
-        start: int,
-        items: list[InputItem],
-        expected_revision: int,
-        from_end: bool = False,
-        prune_prefix: Callable[[Any], bool] | None = None,
-    ) -> bool:
-        """``replace_suffix`` with checked arguments (``from_end``, ``prune_prefix``:
-        see ``_transactions.doomed_rows``)."""
-        texts = encode_items_utf8(items_argument(items))
+    async def _replace(self, replacement: Replacement[Any]) -> bool:
+        texts = encode_items_utf8(replacement.items)
         self._store.check_open()
         return await self._finish_in_worker(
-            "replace_suffix",
-            self._store.replace_suffix,
-            start,
-            texts,
-            expected_revision,
-            from_end,
-            prune_prefix,
+            "replace_suffix", self._store.replace_suffix, replacement.stored(texts)
         )
-
-    async def _get_compaction_snapshot(
-        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
-    ) -> Any:
-        """The OpenAI Agents SDK's compaction hook (``_compaction``); None for a
-        subclass, which may transform items and must supply its own, as in the SDK."""
-        if type(self) is not SQLiteSession:
-            return None
-        return await compaction_snapshot(self, limit, prune_prefix)
 
     # --- lifetime -------------------------------------------------------------------
 

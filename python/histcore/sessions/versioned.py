@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from histcore.exceptions import SessionError
+from histcore.sessions.base import check_int
 
 __all__ = [
     "MemoryTextStore",
@@ -89,11 +90,7 @@ def check_key(key: object) -> str:
 def check_version(value: object, name: str) -> int:
     """``value`` if it is an int >= 0 (a bool is not); TypeError or ValueError naming
     ``name``, the argument it was passed as, if not."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int >= 0, not {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value}")
-    return value
+    return check_int(value, name)
 
 
 class VersionedTextStore(ABC):
