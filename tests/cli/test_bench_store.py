@@ -268,12 +268,12 @@ def _pg_rows(dsn: str, tables: tuple[str, str]) -> list[Any]:
 def _append_after_reads(monkeypatch: pytest.MonkeyPatch, path: Path, times: int) -> list[int]:
     """After each of the store's first ``times`` reads of a session, the application
     appends a message to it (as a live writer between the bench's two reads would)."""
-    from histcore.cli.doctor.sqlite import SQLiteStore
+    from histcore.sessions._store_readers.sqlite import SQLiteReader
 
-    read_rows = SQLiteStore.read_rows
+    read_rows = SQLiteReader.read_rows
     appended: list[int] = []
 
-    def reading(self: SQLiteStore, session_id: str) -> Any:
+    def reading(self: SQLiteReader, session_id: str) -> Any:
         rows = read_rows(self, session_id)
         if len(appended) < times:
             with sqlite3.connect(path) as conn:
@@ -285,7 +285,7 @@ def _append_after_reads(monkeypatch: pytest.MonkeyPatch, path: Path, times: int)
             conn.close()
         return rows
 
-    monkeypatch.setattr(SQLiteStore, "read_rows", reading)
+    monkeypatch.setattr(SQLiteReader, "read_rows", reading)
     return appended
 
 

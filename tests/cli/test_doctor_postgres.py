@@ -161,7 +161,7 @@ def test_a_session_read_in_chunks_is_repaired_whole(
     pg: PgStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The doctor streams a session (and its checks under the lock) a chunk at a time.
-    from histcore.cli.doctor import postgres
+    from histcore.sessions._store_readers import postgres
 
     monkeypatch.setattr(postgres, "_CHUNK", 2)
     pg.write({"s": [user("q"), call("c1", 1), output("c1"), call("c1", 2), output("lost")]})

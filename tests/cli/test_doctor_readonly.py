@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from histcore.cli.doctor import sqlite as doctor_sqlite
-from histcore.cli.doctor.read import DoctorError
 from histcore.cli.main import main
+from histcore.sessions._store_readers import sqlite as store_sqlite
+from histcore.sessions._store_readers.model import StoreError
 from tests.cli.test_doctor import call, output, user, write_store
 
 SESSIONS = {
@@ -172,9 +172,9 @@ def cannot_open(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     """SQLite failing as on a read-only volume: a read-only open without immutable says
     it cannot open the file, and the directory reads as not writable."""
     opened: list[str] = []
-    connect = doctor_sqlite.SQLiteStore._connect_and_list
+    connect = store_sqlite.SQLiteReader._connect_and_list
 
-    def failing(self: doctor_sqlite.SQLiteStore, busy_timeout: float) -> Any:
+    def failing(self: store_sqlite.SQLiteReader, busy_timeout: float) -> Any:
         opened.append(self.uri)
         if "immutable=1" not in self.uri:
             raise sqlite3.OperationalError("unable to open database file")
@@ -187,8 +187,8 @@ def cannot_open(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
             return False
         return real_access(where, mode)
 
-    monkeypatch.setattr(doctor_sqlite.SQLiteStore, "_connect_and_list", failing)
-    monkeypatch.setattr(doctor_sqlite.os, "access", access)
+    monkeypatch.setattr(store_sqlite.SQLiteReader, "_connect_and_list", failing)
+    monkeypatch.setattr(store_sqlite.os, "access", access)
     return opened
 
 
@@ -196,7 +196,7 @@ def test_the_immutable_fallback_with_the_error_injected(
     tmp_path: Path, cannot_open: list[str]
 ) -> None:
     path = wal_store(tmp_path / "app.db")
-    store = doctor_sqlite.SQLiteStore(str(path), writable=False, busy_timeout=0.1)
+    store = store_sqlite.SQLiteReader(str(path), writable=False, busy_timeout=0.1)
     try:
         assert store.session_ids() == ["a", "b"]
         assert store.uri.endswith("?mode=ro&immutable=1")
@@ -205,11 +205,11 @@ def test_the_immutable_fallback_with_the_error_injected(
         store.close()
     assert [uri.rsplit("?", 1)[1] for uri in cannot_open] == ["mode=ro", "mode=ro&immutable=1"]
     # Never for a repair, and never when a -wal file holds changes immutable would miss.
-    with pytest.raises(DoctorError, match="unable to open database file"):
-        doctor_sqlite.SQLiteStore(str(path), writable=True, busy_timeout=0.1)
+    with pytest.raises(StoreError, match="unable to open database file"):
+        store_sqlite.SQLiteReader(str(path), writable=True, busy_timeout=0.1)
     Path(f"{path}-wal").write_bytes(b"")
-    with pytest.raises(DoctorError, match="copy the file and its -wal file"):
-        doctor_sqlite.SQLiteStore(str(path), writable=False, busy_timeout=0.1)
+    with pytest.raises(StoreError, match="copy the file and its -wal file"):
+        store_sqlite.SQLiteReader(str(path), writable=False, busy_timeout=0.1)
 
 
 def test_no_immutable_fallback_for_a_rollback_journal_file(
@@ -219,6 +219,6 @@ def test_no_immutable_fallback_for_a_rollback_journal_file(
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, session_id, data)")
     conn.close()
-    with pytest.raises(DoctorError, match=r"not a readable SQLite database \(unable to open"):
-        doctor_sqlite.SQLiteStore(str(path), writable=False, busy_timeout=0.1)
+    with pytest.raises(StoreError, match=r"not a readable SQLite database \(unable to open"):
+        store_sqlite.SQLiteReader(str(path), writable=False, busy_timeout=0.1)
     assert len(cannot_open) == 1

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from histcore.cli.doctor import check, read, sqlite
+from histcore.sessions._store_readers import sqlite as store_sqlite
 from tests.cli.test_doctor import (
     call,
     output,
@@ -394,7 +395,7 @@ def test_reads_in_short_statements_see_every_row(
             (b"blob", json.dumps(user("x"))),
         )
     expected = report_json(path)
-    monkeypatch.setattr(sqlite, "_CHUNK", 3)
+    monkeypatch.setattr(store_sqlite, "_CHUNK", 3)
     assert report_json(path) == expected
     code, report = report_json(path, "--fix")
     assert code == 1

@@ -226,8 +226,8 @@ ODD_ROWS: list[Any] = [
 
 @pytest.mark.parametrize("data", ODD_ROWS, ids=range(len(ODD_ROWS)))
 def test_the_doctor_reads_a_row_as_the_sessions_do(data: Any) -> None:
-    from histcore.cli.doctor.read import decode_text
     from histcore.sessions._codec import decode_id_rows
+    from histcore.sessions._store_readers.model import decode_text
     from histcore.sessions.rows import CorruptRow, decode_stored
 
     try:

@@ -2,8 +2,9 @@
 
 Instead of generated histories, the sessions of a session store: a SQLite file (the
 SDK's tables or histcore's, which are the same) or a PostgreSQL database (histcore's
-PostgresSession tables or the SDK's SQLAlchemySession ones), read with the doctor's
-readers. Per session it times read, re-read, prepare, the engine passes and, with
+PostgresSession tables or the SDK's SQLAlchemySession ones), read as the doctor reads
+them (``histcore.sessions._store_readers``). Per session it times read, re-read,
+prepare, the engine passes and, with
 ``--openai-agents``, one SDK turn plain and installed; then each session's growth curve
 and a verdict (``--plot`` draws them).
 
@@ -29,7 +30,12 @@ from histcore.cli.bench.outputs import plot_problem
 from histcore.cli.bench.store_plan import BadInput, Mismatch, Plan
 from histcore.cli.bench.store_report import render, to_json
 from histcore.cli.bench.store_timing import run_benchmark
-from histcore.cli.doctor.read import MESSAGES_TABLE, SESSIONS_TABLE, DoctorError, Tables
+from histcore.sessions._store_readers.model import (
+    MESSAGES_TABLE,
+    SESSIONS_TABLE,
+    StoreError,
+    Tables,
+)
 
 __all__ = ["add_store_arguments", "run_store", "store_requested"]
 
@@ -116,7 +122,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         tables = Tables(
             args.sessions_table or SESSIONS_TABLE, args.messages_table or MESSAGES_TABLE
         )
-    except DoctorError as exc:
+    except StoreError as exc:
         raise BadInput(str(exc)) from None
     return Plan(
         kind="sqlite" if args.store is not None else "postgresql",

@@ -29,8 +29,8 @@ from typing import Any
 from histcore.cli.bench.store_plan import NEW_MESSAGE, Mismatch, is_item, write_copy
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds
-from histcore.cli.doctor.read import Row, Store, Tables
-from histcore.cli.doctor.sqlite import SQLiteStore
+from histcore.sessions._store_readers.model import Row, StoreReader, Tables
+from histcore.sessions._store_readers.sqlite import SQLiteReader
 
 __all__ = [
     "CURVE_SAMPLES",
@@ -300,15 +300,15 @@ class Storage:
         }
 
 
-def storage(store: Store, kind: str, tables: Tables, wal: int | None) -> Storage:
+def storage(store: StoreReader, kind: str, tables: Tables, wal: int | None) -> Storage:
     """The store's sizes, read on its own (read-only) connection."""
     if kind == "sqlite":
         return _sqlite_storage(store, tables.messages, wal)
     return _postgres_storage(store, tables.sessions, tables.messages)
 
 
-def _sqlite_storage(store: Store, messages: str, wal: int | None) -> Storage:
-    if not isinstance(store, SQLiteStore):
+def _sqlite_storage(store: StoreReader, messages: str, wal: int | None) -> Storage:
+    if not isinstance(store, SQLiteReader):
         raise TypeError(f"not a SQLite store: {store!r}")
     conn = store._conn
     rows = int(conn.execute(f'SELECT COUNT(*) FROM "{messages}"').fetchone()[0])
@@ -331,10 +331,10 @@ def _like_prefix(table: str) -> str:
     return escaped + "\\_%"
 
 
-def _postgres_storage(store: Store, sessions: str, messages: str) -> Storage:
-    from histcore.cli.doctor.postgres import PostgresStore
+def _postgres_storage(store: StoreReader, sessions: str, messages: str) -> Storage:
+    from histcore.sessions._store_readers.postgres import PostgresReader
 
-    if not isinstance(store, PostgresStore):
+    if not isinstance(store, PostgresReader):
         raise TypeError(f"not a PostgreSQL store: {store!r}")
     execute = store._execute
     # The session tables and their side tables (named after them), not the database's others.

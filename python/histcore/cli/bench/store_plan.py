@@ -1,7 +1,8 @@
 """What ``histcore bench --store/--dsn`` runs on: its plan (the store, its tables, the
 sessions and settings), its errors, the fixed inputs of the timed calls, and the user's
-store itself: opened read-only with the doctor's readers (``histcore.cli.doctor``), its
-sessions listed and chosen, a session's rows copied into a private SQLite file.
+store itself: opened read-only with the readers the doctor reads with too
+(``histcore.sessions._store_readers``), its sessions listed and chosen, a session's rows
+copied into a private SQLite file.
 """
 
 from __future__ import annotations
@@ -11,17 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from histcore.cli.doctor.read import (
+from histcore.sessions._sqlite_schema import create_tables
+from histcore.sessions._store_readers.model import (
     MESSAGES_TABLE,
     SESSIONS_TABLE,
-    DoctorError,
     Row,
-    Store,
+    StoreError,
+    StoreReader,
     Tables,
     row_ids_text,
 )
-from histcore.cli.doctor.sqlite import SQLiteStore
-from histcore.sessions._sqlite_schema import create_tables
+from histcore.sessions._store_readers.sqlite import SQLiteReader
 
 __all__ = [
     "BUSY_TIMEOUT",
@@ -80,25 +81,25 @@ class Plan:
 # --- the store --------------------------------------------------------------------------
 
 
-def open_store(plan: Plan) -> Store:
+def open_store(plan: Plan) -> StoreReader:
     try:
         if plan.kind == "sqlite":
-            return SQLiteStore(
+            return SQLiteReader(
                 plan.location, writable=False, busy_timeout=BUSY_TIMEOUT, tables=plan.tables
             )
-        from histcore.cli.doctor.postgres import PostgresStore
+        from histcore.sessions._store_readers.postgres import PostgresReader
 
-        return PostgresStore(
+        return PostgresReader(
             plan.location, writable=False, busy_timeout=BUSY_TIMEOUT, tables=plan.tables
         )
-    except DoctorError as exc:
+    except StoreError as exc:
         raise BadInput(str(exc)) from None
 
 
-def select_sessions(store: Store, wanted: tuple[str, ...] | None) -> list[str]:
+def select_sessions(store: StoreReader, wanted: tuple[str, ...] | None) -> list[str]:
     try:
         available = store.session_ids()
-    except DoctorError as exc:
+    except StoreError as exc:
         raise BadInput(str(exc)) from None
     if not available:
         raise BadInput(f"{store.name}: the store holds no sessions")

@@ -40,12 +40,12 @@ from histcore.cli.bench.store_plan import (
     write_copy,
 )
 from histcore.cli.bench.timing import Timing, measure_interleaved, timed_call
-from histcore.cli.doctor.read import DoctorError, Row, Store
-from histcore.cli.doctor.sqlite import SQLiteStore
 from histcore.engine import pure as _pure
 from histcore.engine.backend import backend_module as _engine
 from histcore.exceptions import SessionError
 from histcore.sessions import SessionABC, SQLiteSession, prepare_input_with_session
+from histcore.sessions._store_readers.model import Row, StoreError, StoreReader
+from histcore.sessions._store_readers.sqlite import SQLiteReader
 
 __all__ = ["Pair", "SessionResult", "StoreResult", "run_benchmark"]
 
@@ -407,10 +407,10 @@ def _time_turn(loop: _Loop, copy: str, result: SessionResult, repeat: int) -> No
 # --- a run ------------------------------------------------------------------------------
 
 
-def _read_rows(store: Store, session_id: str) -> list[Row]:
+def _read_rows(store: StoreReader, session_id: str) -> list[Row]:
     try:
         return store.read_rows(session_id)
-    except DoctorError as exc:
+    except StoreError as exc:
         raise BadInput(str(exc)) from None
 
 
@@ -418,15 +418,15 @@ def _stored_form(rows: list[Row]) -> list[tuple[int, Any]]:
     return [(row.row_id, row.data) for row in rows]
 
 
-def _read_data(store: Store, session_id: str) -> list[tuple[int, Any]]:
+def _read_data(store: StoreReader, session_id: str) -> list[tuple[int, Any]]:
     try:
         return store.read_data(session_id)
-    except DoctorError as exc:
+    except StoreError as exc:
         raise BadInput(str(exc)) from None
 
 
 def _settled_rows(
-    store: Store, loop: _Loop, full: SessionABC | None, session_id: str
+    store: StoreReader, loop: _Loop, full: SessionABC | None, session_id: str
 ) -> tuple[list[Row], str | None]:
     """The session's rows as stored, with histcore's session read checked against them.
 
@@ -465,7 +465,7 @@ def _settled_rows(
 
 
 def _bench_session(
-    store: Store, session_id: str, plan: Plan, context: _Context, progress: TextIO
+    store: StoreReader, session_id: str, plan: Plan, context: _Context, progress: TextIO
 ) -> SessionResult:
     full: SessionABC | None = None
     unreadable = None
@@ -535,8 +535,8 @@ def run_benchmark(plan: Plan, progress: TextIO) -> StoreResult:
         environment = Environment.current(
             plan.build_profile, reference.version if reference else _sdk_version()
         )
-        uri = store.uri if isinstance(store, SQLiteStore) else None
-        notice = store.notice if isinstance(store, SQLiteStore) else None
+        uri = store.uri if isinstance(store, SQLiteReader) else None
+        notice = store.notice if isinstance(store, SQLiteReader) else None
         result = StoreResult(plan, store.name, environment, notes=[notice] if notice else [])
         with tempfile.TemporaryDirectory(prefix="histcore-bench-store-") as workdir:
             loop = _Loop()

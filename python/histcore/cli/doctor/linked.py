@@ -1,18 +1,11 @@
-"""Tables of a SQLite store that point at its messages, kept consistent by a repair.
+"""A repair's part in the tables of a SQLite store that point at its messages.
 
-The SDK's ``AdvancedSQLiteSession`` adds ``message_structure`` (one row per message and
-branch: its order, user turn, type and tool name; ``message_id`` refers to the messages
-table) and ``turn_usage`` (token usage per session, branch and user turn). A repair
-changes them with the messages, in the same transaction: a deleted message loses its
-``message_structure`` rows and a turn left without any loses its ``turn_usage`` row (as
-the SDK's ``pop_item`` does); a message that takes a later row's content takes its
-``message_type`` and ``tool_name`` too.
-
-Rule: the doctor checks a session in id order, which is the SDK's branch order only
-while the session has one branch following the ids; any other store is refused in one
-line naming ``message_structure``, and so is, for ``--fix``, a store with another table
-whose foreign key refers to the messages. A message row without a ``message_structure``
-row is reported (``row_without_structure``), never changed. See docs/doctor.md, "Stores of the SDK's
+The SDK's ``AdvancedSQLiteSession`` adds ``message_structure`` and ``turn_usage``
+(found when the store opens: ``histcore.sessions._store_readers.sqlite_linked``). A
+repair changes them with the messages, in the same transaction: a deleted message loses
+its ``message_structure`` rows and a turn left without any loses its ``turn_usage`` row
+(as the SDK's ``pop_item`` does); a message that takes a later row's content takes its
+``message_type`` and ``tool_name`` too. See docs/doctor.md, "Stores of the SDK's
 ``AdvancedSQLiteSession``".
 """
 
@@ -22,140 +15,51 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["STRUCTURE", "USAGE", "Linked"]
+from histcore.sessions._store_readers.sqlite_linked import STRUCTURE, USAGE, Linked
 
-STRUCTURE = "message_structure"
-USAGE = "turn_usage"
+__all__ = ["repair_linked"]
 
 
-class Linked:
-    """What a store's other tables need from a repair; found when the store opens."""
-
-    def __init__(self, conn: sqlite3.Connection, messages: str, sessions: str) -> None:
-        self.structure = False
-        self.usage = False
-        #: tables whose foreign keys refer to the messages table, other than the SDK's
-        self.unknown: list[str] = []
-        names = [
-            str(name)
-            for (name,) in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        for table in names:
-            quoted = table.replace('"', '""')
-            for foreign in conn.execute(f'PRAGMA foreign_key_list("{quoted}")').fetchall():
-                if str(foreign[2]).lower() != messages.lower():
-                    continue
-                if table == STRUCTURE and foreign[3] == "message_id":
-                    self.structure = True
-                elif table not in self.unknown:
-                    self.unknown.append(table)
-        self.usage = self.structure and USAGE in names
-        self._messages = messages
-
-    @property
-    def tables(self) -> list[str]:
-        """The linked tables a backup holds (their rows of the sessions it saves)."""
-        return [STRUCTURE, *([USAGE] if self.usage else [])] if self.structure else []
-
-    def refusal(self, conn: sqlite3.Connection, writable: bool) -> str | None:
-        """Why the doctor cannot check (or with ``writable``, repair) this store."""
-        if writable and self.unknown:
-            return (
-                f"table {self.unknown[0]} refers to the messages table, and the doctor "
-                "cannot keep its rows consistent with a repair; nothing was changed"
-            )
-        if not self.structure:
-            return None
-        branched = conn.execute(
-            f"SELECT session_id, COUNT(DISTINCT branch_id) FROM {STRUCTURE} "
-            "GROUP BY session_id HAVING COUNT(DISTINCT branch_id) > 1 LIMIT 1"
-        ).fetchone()
-        if branched is not None:
-            return (
-                f"session {branched[0]!r} has {branched[1]} branches in {STRUCTURE} "
-                "(branches share message rows): the doctor checks sessions of one branch "
-                "only; nothing was changed"
-            )
-        unordered = conn.execute(
-            f"SELECT session_id FROM (SELECT session_id, message_id, LAG(message_id) OVER "
-            f"(PARTITION BY session_id ORDER BY sequence_number) AS previous FROM {STRUCTURE}) "
-            "WHERE previous >= message_id LIMIT 1"
-        ).fetchone()
-        if unordered is not None:
-            return (
-                f"session {unordered[0]!r}: its {STRUCTURE} order is not the order of its "
-                "message ids; nothing was changed"
-            )
-        return None
-
-    def rows_without_structure(self, conn: sqlite3.Connection, session_id: str) -> list[int]:
-        """The session's message rows with no ``message_structure`` row of the session:
-        the SDK's reads join the two, and its ``pop_item`` deletes such rows (SDK issue
-        #4729). One statement, so a writer's two inserts are seen both or neither."""
-        if not self.structure:
-            return []
-        # NOT IN over an uncorrelated subquery: one temporary index of the session's
-        # structure rows (message_id has no index of its own), as the SDK's cleanup reads it.
+def repair_linked(
+    linked: Linked,
+    conn: sqlite3.Connection,
+    session_id: str,
+    updates: Sequence[tuple[int, int]],
+    deletions: Sequence[int],
+) -> None:
+    """The linked rows' part of a repair, before the messages themselves change."""
+    if not linked.structure:
+        return
+    # Plain ``?`` placeholders only: Python 3.12.0-3.12.3 warn on numbered ones
+    # bound from a sequence.
+    source = (
+        f"(SELECT {{column}} FROM {STRUCTURE} WHERE session_id = ? AND message_id = ? "
+        "ORDER BY id LIMIT 1)"
+    )
+    conn.executemany(
+        f"UPDATE {STRUCTURE} SET message_type = {source.format(column='message_type')}, "
+        f"tool_name = {source.format(column='tool_name')} "
+        f"WHERE session_id = ? AND message_id = ? AND EXISTS (SELECT 1 FROM {STRUCTURE} "
+        "WHERE session_id = ? AND message_id = ?)",
+        [
+            (*(session_id, source_id) * 2, session_id, row_id, session_id, source_id)
+            for row_id, source_id in updates
+        ],
+    )
+    turns: set[tuple[Any, Any]] = set()
+    for row_id in deletions:
         found = conn.execute(
-            f"SELECT id FROM {self._messages} WHERE session_id = ? AND id NOT IN "
-            f"(SELECT message_id FROM {STRUCTURE} WHERE session_id = ? "
-            "AND message_id IS NOT NULL) ORDER BY id",
-            (session_id, session_id),
+            f"DELETE FROM {STRUCTURE} WHERE session_id = ? AND message_id = ? "
+            "RETURNING branch_id, user_turn_number",
+            (session_id, row_id),
         ).fetchall()
-        return [int(row_id) for (row_id,) in found]
-
-    def still_one_branch(self, conn: sqlite3.Connection, session_id: str) -> bool:
-        """Whether the session still has one branch at most (checked under the write lock)."""
-        if not self.structure:
-            return True
-        found = conn.execute(
-            f"SELECT COUNT(DISTINCT branch_id) FROM {STRUCTURE} WHERE session_id = ?",
-            (session_id,),
-        ).fetchone()
-        return found is None or int(found[0]) <= 1
-
-    def repair(
-        self,
-        conn: sqlite3.Connection,
-        session_id: str,
-        updates: Sequence[tuple[int, int]],
-        deletions: Sequence[int],
-    ) -> None:
-        """The linked rows' part of a repair, before the messages themselves change."""
-        if not self.structure:
-            return
-        # Plain ``?`` placeholders only: Python 3.12.0-3.12.3 warn on numbered ones
-        # bound from a sequence.
-        source = (
-            f"(SELECT {{column}} FROM {STRUCTURE} WHERE session_id = ? AND message_id = ? "
-            "ORDER BY id LIMIT 1)"
+        turns.update((branch, turn) for branch, turn in found if turn is not None)
+    if not linked.usage:
+        return
+    for branch, turn in sorted(turns, key=repr):
+        conn.execute(
+            f"DELETE FROM {USAGE} WHERE session_id = ? AND branch_id = ? "
+            f"AND user_turn_number = ? AND NOT EXISTS (SELECT 1 FROM {STRUCTURE} "
+            "WHERE session_id = ? AND branch_id = ? AND user_turn_number = ?)",
+            (session_id, branch, turn) * 2,
         )
-        conn.executemany(
-            f"UPDATE {STRUCTURE} SET message_type = {source.format(column='message_type')}, "
-            f"tool_name = {source.format(column='tool_name')} "
-            f"WHERE session_id = ? AND message_id = ? AND EXISTS (SELECT 1 FROM {STRUCTURE} "
-            "WHERE session_id = ? AND message_id = ?)",
-            [
-                (*(session_id, source_id) * 2, session_id, row_id, session_id, source_id)
-                for row_id, source_id in updates
-            ],
-        )
-        turns: set[tuple[Any, Any]] = set()
-        for row_id in deletions:
-            found = conn.execute(
-                f"DELETE FROM {STRUCTURE} WHERE session_id = ? AND message_id = ? "
-                "RETURNING branch_id, user_turn_number",
-                (session_id, row_id),
-            ).fetchall()
-            turns.update((branch, turn) for branch, turn in found if turn is not None)
-        if not self.usage:
-            return
-        for branch, turn in sorted(turns, key=repr):
-            conn.execute(
-                f"DELETE FROM {USAGE} WHERE session_id = ? AND branch_id = ? "
-                f"AND user_turn_number = ? AND NOT EXISTS (SELECT 1 FROM {STRUCTURE} "
-                "WHERE session_id = ? AND branch_id = ? AND user_turn_number = ?)",
-                (session_id, branch, turn) * 2,
-            )

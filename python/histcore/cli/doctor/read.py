@@ -1,8 +1,8 @@
-"""Rows exactly as stored, decoded as the sessions decode them, and what a store gives.
+"""What the doctor keeps of a session's rows, and what it needs of a store.
 
 A ``Store`` (SQLite in ``sqlite.py``, PostgreSQL in ``postgres.py``) gives the doctor
-what it needs of a session store: the session ids, the rows no session reads, one
-session's rows (each read a statement of its own, so no lock is held between them), a
+what the store's reader gives (``histcore.sessions._store_readers``: the session ids,
+the rows no session reads, one session's rows, each read a statement of its own), a
 backup, and the repair of one session in one short write transaction.
 
 The doctor reads a session as ``RowFacts``: per row its id, what it is, the fields of
@@ -23,9 +23,15 @@ from itertools import islice, zip_longest
 from typing import Any, Protocol
 
 from histcore.cli.doctor.facts import stand_in
-from histcore.sessions.base import MESSAGES_TABLE, SESSIONS_TABLE
+from histcore.sessions._store_readers.model import (
+    MESSAGES_TABLE,
+    SESSIONS_TABLE,
+    StoreError,
+    StoreLocked,
+    StoreReader,
+    Tables,
+)
 from histcore.sessions.rows import CorruptRow, decode_json
-from histcore.sessions.sql_store import check_table_name
 
 __all__ = [
     "BAD_CALL_ID",
@@ -36,7 +42,6 @@ __all__ = [
     "NOT_ITEM",
     "SESSIONS_TABLE",
     "DoctorError",
-    "Row",
     "RowChanges",
     "RowFacts",
     "Source",
@@ -47,62 +52,22 @@ __all__ = [
     "Tables",
     "backup_stamp",
     "data_digest",
-    "decode_text",
     "row_facts",
-    "row_ids_text",
     "stored_pairs",
     "text_facts",
     "utf8_text_digest",
 ]
 
 
-class DoctorError(Exception):
-    """The store cannot be checked (missing, not SQLite, not a session store, ...)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        #: sessions whose repair was committed before the error (each is whole)
-        self.repaired: list[str] = []
-        #: the backup written before the first repair, if one was
-        self.backup: str | None = None
-
-
-class StoreLocked(DoctorError):
-    """Another process holds a lock the doctor waited for in vain."""
-
-
-@dataclass(frozen=True)
-class Tables:
-    """The two tables of a session store (the SDK's names by default)."""
-
-    sessions: str = SESSIONS_TABLE
-    messages: str = MESSAGES_TABLE
-
-    def __post_init__(self) -> None:
-        for name in (self.sessions, self.messages):
-            try:
-                check_table_name(name, "table")
-            except ValueError:
-                raise DoctorError(f"{name!r} is not a plain SQL table name") from None
+#: The doctor's name for what its store's reader raises (with StoreLocked, a lock
+#: waited for in vain): the store cannot be checked (missing, not SQLite, ...).
+DoctorError = StoreError
 
 
 #: What a row is to the rules, in the order ``diagnose`` sets rows aside.
 INVALID, NOT_ITEM, BAD_CALL_ID, ITEM = "invalid", "not_item", "bad_call_id", "item"
 #: Bytes of a digest of a row's stored data.
 DIGEST_SIZE = 16
-
-
-@dataclass(frozen=True)
-class Row:
-    """One stored row, whole: its stored data and its decoded item (``histcore bench
-    --store`` reads sessions so; the doctor keeps only ``RowFacts``)."""
-
-    row_id: int
-    data: Any  # message_data exactly as stored (written back unchanged)
-    item: Any  # the decoded item, when ``valid``
-    valid: bool
-    #: why the row is not valid JSON (not UTF-8, not JSON, nested too deeply, NULL, ...)
-    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,18 +205,6 @@ def stored_pairs(found: Iterable[tuple[Any, Any]]) -> Iterator[tuple[int, bytes]
         yield int(row_id), data_digest(data)
 
 
-def decode_text(row_id: int, data: Any, missing: str | None = None) -> Row:
-    """The row stored as ``data`` (None: ``missing`` says why there is none), decoded by
-    the sessions' own rule (``histcore.sessions.rows``): a row they read as an item is
-    an item here, and a row they skip is not valid JSON here."""
-    if data is None:
-        return Row(row_id, None, None, False, missing or "NULL, not text")
-    try:
-        return Row(row_id, data, decode_json(data), True)
-    except CorruptRow as exc:
-        return Row(row_id, data, None, False, exc.reason)
-
-
 def text_facts(row_id: int, data: Any, missing: str | None = None) -> RowFacts:
     """``row_facts`` of the row stored as ``data`` (str, bytes or None)."""
     return row_facts(row_id, data_digest(data), data, missing)
@@ -259,8 +212,8 @@ def text_facts(row_id: int, data: Any, missing: str | None = None) -> RowFacts:
 
 def row_facts(row_id: int, digest: bytes, data: Any, missing: str | None = None) -> RowFacts:
     """The facts of the row whose stored data has ``digest`` and reads as ``data``
-    (None: ``missing`` says why there is none), decoded as ``decode_text`` decodes it;
-    of the item only what the rules read is kept."""
+    (None: ``missing`` says why there is none), decoded as the reader's ``decode_text``
+    decodes it; of the item only what the rules read is kept."""
     if data is None:
         return RowFacts(row_id, digest, INVALID, reason=missing or "NULL, not text")
     try:
@@ -274,50 +227,15 @@ def row_facts(row_id: int, digest: bytes, data: Any, missing: str | None = None)
     return RowFacts(row_id, digest, ITEM, stand_in(value))
 
 
-def row_ids_text(row_ids: Sequence[int], limit: int = 8) -> str:
-    """Row ids for a message: the first ``limit``, then how many there are in all."""
-    shown = ", ".join(map(str, row_ids[:limit]))
-    return shown + (f", ... ({len(row_ids)} in all)" if len(row_ids) > limit else "")
-
-
 def backup_stamp() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-class Store(Protocol):
+class Store(StoreReader, Protocol):
     """What the doctor reads and writes; every failure is a DoctorError."""
-
-    name: str
-
-    def session_ids(self) -> list[str]:
-        """Every session with rows, or registered without any."""
-        ...
-
-    def rows_without_session(self) -> dict[str, list[int]]:
-        """Row ids no session reads, by why: ``{"null": [...], "blob": [...], ...}``
-        (after ``session_ids``)."""
-        ...
-
-    def row_count(self) -> int:
-        """How many rows the messages table holds (after ``session_ids``)."""
-        ...
-
-    def read_rows(self, session_id: str) -> list[Row]:
-        """One session's rows in id order (the conversation's order), whole."""
-        ...
 
     def read_facts(self, session_id: str) -> list[RowFacts]:
         """``read_rows``, but only the facts of each row: what the doctor checks."""
-        ...
-
-    def rows_without_structure(self, session_id: str) -> list[int]:
-        """Row ids of the session's messages with no ``message_structure`` row, which the
-        SDK's ``AdvancedSQLiteSession`` does not read ([] in a store without the table)."""
-        ...
-
-    def read_data(self, session_id: str) -> list[tuple[int, Any]]:
-        """``read_rows``, undecoded: each row's id and ``Row.data`` (a quick look at
-        whether a session changed)."""
         ...
 
     def write_backup(self, session_ids: Sequence[str]) -> str:
@@ -337,5 +255,3 @@ class Store(Protocol):
     def side_facts(self, session_id: str) -> Any:
         """The session's revision, op ids and archive (``side.SideFacts``)."""
         ...
-
-    def close(self) -> None: ...

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from histcore.cli.doctor.check import SessionReport, StoreReport
 from histcore.cli.doctor.diagnose import AWAITING, UNIT_KINDS, Findings, Spot
-from histcore.cli.doctor.read import row_ids_text
 from histcore.cli.doctor.repair import Repair
 from histcore.cli.doctor.report_json import WITHOUT_STRUCTURE, render_json
 from histcore.cli.doctor.side import (
@@ -15,6 +14,7 @@ from histcore.cli.doctor.side import (
     WRITE_OUTSIDE_IDS,
     SideFacts,
 )
+from histcore.sessions._store_readers.model import row_ids_text
 
 __all__ = ["WITHOUT_STRUCTURE", "render_json", "render_text", "row_id_ranges"]
 

@@ -20,10 +20,11 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from histcore.cli.doctor.read import DoctorError, Tables, row_ids_text
+from histcore.cli.doctor.read import DoctorError, Tables
 from histcore.cli.doctor.side import bump_sqlite
 from histcore.cli.doctor.sqlite import SQLiteStore
 from histcore.sessions._sqlite_schema import note_rewrite
+from histcore.sessions._store_readers.model import row_ids_text
 
 __all__ = [
     "RestoreReport",

@@ -1,5 +1,5 @@
-"""A SQLite file's ``-wal`` and ``-shm`` side files, as the doctor's read-only opens
-leave them (docs/doctor.md, "Read-only checks and read-only stores")."""
+"""A SQLite file's ``-wal`` and ``-shm`` side files, as a read-only open of a store
+leaves them (docs/doctor.md, "Read-only checks and read-only stores")."""
 
 from __future__ import annotations
 
