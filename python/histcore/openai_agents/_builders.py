@@ -7,6 +7,8 @@ the guard link, and with ``install(guard=True)`` the guard's counts and re-guard
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from histcore.openai_agents import _async_sqlite_read as async_sqlite_read
@@ -21,7 +23,7 @@ from histcore.openai_agents import _sqlalchemy_read as sqlalchemy_read
 from histcore.openai_agents import _stand_ins as stand_ins
 from histcore.openai_agents import _turn_input as turn_input
 from histcore.openai_agents._guard_counts import GuardCounts
-from histcore.openai_agents._patches import Rebind, Site
+from histcore.openai_agents._patches import Build, Rebind, Site
 from histcore.openai_agents._watch import Watch
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "deduplicate",
     "deduplicate_latest",
     "drop_orphans",
+    "encrypted_unwrap_valid_items",
     "ensure_format",
     "fingerprint",
     "frequency_map",
@@ -56,8 +59,31 @@ __all__ = [
 # --- builders: (the SDK's original, its Site) -> the replacement ----------------------
 
 
-def dedupe_key(original: Any, site: Site) -> Any:
-    return replacements.make_dedupe_key(original, site.watch)
+def _watched(make: Callable[[Any, Watch], Any]) -> Build:
+    """The builder of ``make(original, watch)``."""
+    return lambda original, site: make(original, site.watch)
+
+
+def _module_watched(make: Callable[[Any, ModuleType, Watch], Any]) -> Build:
+    """The builder of ``make(original, module, watch)``, the module being the group's."""
+    return lambda original, site: make(original, site.module, site.watch)
+
+
+dedupe_key = _watched(replacements.make_dedupe_key)
+drop_orphans = _watched(replacements.make_drop_orphan_function_calls)
+ensure_format = _watched(replacements.make_ensure_input_item_format)
+to_dump_compatible = _watched(replacements.make_to_dump_compatible)
+clone_original_input = _watched(replacements.make_clone_original_input)
+json_module = _watched(stand_ins.JsonModule)
+copy_module = _watched(stand_ins.CopyModule)
+fingerprint = _module_watched(replacements.make_fingerprint_input_item)
+normalize = _module_watched(replacements.make_normalize_input_items_for_api)
+session_item_key = _module_watched(session_keys.make_session_item_key)
+sqlite_get_items = _module_watched(session_read.make_get_items)
+async_sqlite_get_items = _module_watched(async_sqlite_read.make_get_items)
+sqlalchemy_get_items = _module_watched(sqlalchemy_read.make_get_items)
+encrypted_unwrap_valid_items = _module_watched(encrypted_read.make_unwrap_valid_items)
+turn_input_items = _module_watched(turn_input.make_prepare_turn_input_items)
 
 
 def deduplicate(original: Any, site: Site) -> Any:
@@ -66,34 +92,6 @@ def deduplicate(original: Any, site: Site) -> Any:
 
 def deduplicate_latest(original: Any, site: Site) -> Any:
     return replacements.make_deduplicate(original, True, site.watch, site.context.link)
-
-
-def drop_orphans(original: Any, site: Site) -> Any:
-    return replacements.make_drop_orphan_function_calls(original, site.watch)
-
-
-def fingerprint(original: Any, site: Site) -> Any:
-    return replacements.make_fingerprint_input_item(original, site.module, site.watch)
-
-
-def normalize(original: Any, site: Site) -> Any:
-    return replacements.make_normalize_input_items_for_api(original, site.module, site.watch)
-
-
-def ensure_format(original: Any, site: Site) -> Any:
-    return replacements.make_ensure_input_item_format(original, site.watch)
-
-
-def to_dump_compatible(original: Any, site: Site) -> Any:
-    return replacements.make_to_dump_compatible(original, site.watch)
-
-
-def clone_original_input(original: Any, site: Site) -> Any:
-    return replacements.make_clone_original_input(original, site.watch)
-
-
-def session_item_key(original: Any, site: Site) -> Any:
-    return session_keys.make_session_item_key(original, site.module, site.watch)
 
 
 def reference_map(original: Any, site: Site) -> Any:
@@ -114,34 +112,6 @@ def prepare_input(original: Any, site: Site) -> Any:
     return preparing.make_prepare_input_with_session(
         original, site.module, site.watch, pinned=dict(site.built)
     )
-
-
-def json_module(original: Any, site: Site) -> Any:
-    return stand_ins.JsonModule(original, site.watch)
-
-
-def copy_module(original: Any, site: Site) -> Any:
-    return stand_ins.CopyModule(original, site.watch)
-
-
-def sqlite_get_items(original: Any, site: Site) -> Any:
-    return session_read.make_get_items(original, site.module, site.watch)
-
-
-def async_sqlite_get_items(original: Any, site: Site) -> Any:
-    return async_sqlite_read.make_get_items(original, site.module, site.watch)
-
-
-def sqlalchemy_get_items(original: Any, site: Site) -> Any:
-    return sqlalchemy_read.make_get_items(original, site.module, site.watch)
-
-
-def encrypted_unwrap_valid_items(original: Any, site: Site) -> Any:
-    return encrypted_read.make_unwrap_valid_items(original, site.module, site.watch)
-
-
-def turn_input_items(original: Any, site: Site) -> Any:
-    return turn_input.make_prepare_turn_input_items(original, site.module, site.watch)
 
 
 # --- the guard's builders (``install(guard=True)``) -----------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from histcore.engine.vocabulary import (
@@ -29,8 +30,9 @@ from histcore.openai_agents import _prepare as prepare
 from histcore.openai_agents import _sqlalchemy_read as sqlalchemy_read
 from histcore.openai_agents import _stand_ins as stand_ins
 from histcore.openai_agents import _turn_input as turn_input
-from histcore.openai_agents._patches import Group, Site, Target
+from histcore.openai_agents._patches import Build, Group, Site, Target
 from histcore.openai_agents._versions import KNOWN_SOURCE_DIGESTS
+from histcore.openai_agents._watch import Watch
 
 __all__ = ["GROUPS", "GUARD_GROUPS", "PACKAGE"]
 
@@ -62,6 +64,12 @@ def _sqlite_get_items() -> Any:
     """The SDK's ``SQLiteSession.get_items`` as bound now, or None."""
     module = sys.modules.get(SQLITE_SESSION)
     return getattr(getattr(module, "SQLiteSession", None), "get_items", None)
+
+
+def _method(name: str, build: Build, watch: Callable[[Any], Watch] | None = None) -> Target:
+    """The target of the method ``name`` (``Class.method``): bound on its class alone."""
+    owner, _, attr = name.partition(".")
+    return Target(attr, build, everywhere=False, owner=owner, watch=watch)
 
 
 def _noting_history(original: Any, site: Site) -> Any:
@@ -246,9 +254,7 @@ GROUPS: tuple[Group, ...] = (
         about="`SQLiteSession.get_items` (the unlimited read)",
         sources=("SQLiteSession.get_items",),
         digests=KNOWN_SOURCE_DIGESTS["session_read"],
-        targets=(
-            Target("get_items", builders.sqlite_get_items, everywhere=False, owner="SQLiteSession"),
-        ),
+        targets=(_method("SQLiteSession.get_items", builders.sqlite_get_items),),
     ),
     Group(
         name="async_session_read",
@@ -263,14 +269,7 @@ GROUPS: tuple[Group, ...] = (
         digests=KNOWN_SOURCE_DIGESTS["async_session_read"],
         identities={"json": json},
         fits=async_sqlite_read.unfit,
-        targets=(
-            Target(
-                "get_items",
-                builders.async_sqlite_get_items,
-                everywhere=False,
-                owner="AsyncSQLiteSession",
-            ),
-        ),
+        targets=(_method("AsyncSQLiteSession.get_items", builders.async_sqlite_get_items),),
     ),
     Group(
         name="sqlalchemy_read",
@@ -281,12 +280,10 @@ GROUPS: tuple[Group, ...] = (
         digests=KNOWN_SOURCE_DIGESTS["sqlalchemy_read"],
         identities={"json": json},
         targets=(
-            Target(
-                "get_items",
+            _method(
+                "SQLAlchemySession.get_items",
                 builders.sqlalchemy_get_items,
-                everywhere=False,
-                owner="SQLAlchemySession",
-                watch=sqlalchemy_read.watch_for,
+                sqlalchemy_read.watch_for,
             ),
         ),
     ),
@@ -302,12 +299,10 @@ GROUPS: tuple[Group, ...] = (
         ),
         digests=KNOWN_SOURCE_DIGESTS["encrypted_read"],
         targets=(
-            Target(
-                "_unwrap_valid_items",
+            _method(
+                "EncryptedSession._unwrap_valid_items",
                 builders.encrypted_unwrap_valid_items,
-                everywhere=False,
-                owner="EncryptedSession",
-                watch=encrypted_read.watch_for,
+                encrypted_read.watch_for,
             ),
         ),
     ),

@@ -58,6 +58,7 @@ from histcore.runner.stream_events import (
     StreamEvent,
     item_event_name,
 )
+from histcore.runner.testing import function_call_output, text_message
 from histcore.runner.tool import FunctionTool, ToolApprovalItem, tool_output_text
 from histcore.sessions import Session, prepare_input_with_session, save_turn_to_session
 
@@ -310,7 +311,7 @@ class _RunLoop:
                 text = texts[item.call_id]
             else:
                 text = rejection_text(item.name) if message is None else message
-            self._append(_call_output(item.call_id, text))
+            self._append(function_call_output(item.call_id, text))
         if undecided:
             record.interruptions = undecided
             for item in undecided:
@@ -435,7 +436,7 @@ class _RunLoop:
                 runnable.append((call, tool))
         texts = await gather_all([tool.run(call["arguments"]) for call, tool in runnable])
         for (call, _), text in zip(runnable, texts, strict=True):
-            self._append(_call_output(call["call_id"], text))
+            self._append(function_call_output(call["call_id"], text))
         for item in waiting:
             self._emit(RunItemStreamEvent("tool_approval_requested", item))
         return waiting
@@ -467,7 +468,7 @@ class _RunLoop:
         else:
             final, include = outcome, True
         if include:
-            self._append(_assistant_message(tool_output_text(final)))
+            self._append(text_message(tool_output_text(final)))
         record.pending_turn_start = len(record.new_items)
         await self._flush(len(record.new_items))
         record.final_output = final
@@ -505,19 +506,6 @@ class _RunLoop:
 
 
 # --- helpers ---------------------------------------------------------------------------
-
-
-def _call_output(call_id: str, text: str) -> dict[str, Any]:
-    return {"type": "function_call_output", "call_id": call_id, "output": text}
-
-
-def _assistant_message(text: str) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
 
 
 def _final_text(output: list[dict[str, Any]]) -> str | None:

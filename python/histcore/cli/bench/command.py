@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Collection
 from typing import TextIO
 
 from histcore.cli.bench.engine import (
@@ -110,15 +111,20 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(_size(part) for part in parts)
 
 
-def _functions(text: str) -> tuple[str, ...]:
+def _chosen(text: str, known: Collection[str], what: str) -> tuple[str, ...]:
+    """The comma-separated names of ``text``, once each, every one of them in ``known``."""
     names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [name for name in names if name not in OPERATIONS]
+    unknown = [name for name in names if name not in known]
     if unknown or not names:
         raise argparse.ArgumentTypeError(
-            f"unknown function(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
-            f"choose from {', '.join(OPERATIONS)}"
+            f"unknown {what} {', '.join(map(repr, unknown)) or '(none given)'}; "
+            f"choose from {', '.join(known)}"
         )
     return names
+
+
+def _functions(text: str) -> tuple[str, ...]:
+    return _chosen(text, OPERATIONS, "function(s)")
 
 
 def _repeat(text: str) -> int:
@@ -142,14 +148,7 @@ _STORE_KINDS = (
 
 
 def _stores(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [name for name in names if name not in _STORE_KINDS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown store kind(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
-            f"choose from {', '.join(_STORE_KINDS)}"
-        )
-    return names
+    return _chosen(text, _STORE_KINDS, "store kind(s)")
 
 
 def _plot_path(text: str) -> str:
