@@ -155,8 +155,10 @@ async def apply(op: tuple[Any, ...], session: EncryptedSession, store: Any, cloc
     elif kind == "pop":
         try:
             await session.pop_item()
-        except InvalidToken:
-            pass  # the SDK's pop refuses to remove a token it cannot authenticate
+        except (InvalidToken, TypeError, OverflowError):
+            # The SDK's pop (not replaced) refuses a token it cannot authenticate, and
+            # raises on a ttl its cryptography release does not take.
+            pass
     elif kind == "clear":
         await session.clear_session()
     elif kind == "tick":
