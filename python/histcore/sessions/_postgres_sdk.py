@@ -12,58 +12,35 @@ counted by the next revision() or replace (``_sdk_count``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any
 
 import psycopg
 from psycopg_pool import PoolTimeout
 
 from histcore.exceptions import SessionError
-from histcore.sessions._postgres_freshness import Freshness, Stamp, psycopg_execute
+from histcore.sessions._postgres_base import PostgresBase
+from histcore.sessions._postgres_freshness import Stamp, psycopg_execute
 from histcore.sessions._postgres_pools import Pool
 from histcore.sessions._postgres_replace import ReplaceSteps
 from histcore.sessions._postgres_schema import ensure_tables
-from histcore.sessions._postgres_statements import SdkStatements
 from histcore.sessions.base import InputItem
 from histcore.sessions.sql_store import (
+    AFTER_ALL,
     FETCH_CHUNK,
     DecodedRows,
     HistoryCache,
     NewestPop,
-    SkipsCorruptRows,
 )
 from histcore.sessions.transcript import TranscriptEntry, merge
 
 __all__ = ["SdkLayout", "SdkReplace"]
 
-_T = TypeVar("_T")
-_AFTER_ALL = 2**63 - 1
 _Conn = psycopg.AsyncConnection[Any]
 
 
-class SdkLayout:
+class SdkLayout(PostgresBase):
     """The operations of ``PostgresSession`` on the SDK's tables. Reads and writes run
-    under the session's lock (``PostgresSession._lock``), as on histcore's tables."""
-
-    if TYPE_CHECKING:
-        session_id: str
-        _sdk: SdkStatements
-        _fresh: Freshness
-        _stamp: Stamp
-        _history: HistoryCache | None
-        _cache_history: bool
-        _keep_replaced: bool
-        _op_id_window: int
-
-        def _decoded(self, rows: list[tuple[int, Any]]) -> DecodedRows: ...
-
-        def _skip(self, row_id: int, reason: str) -> None: ...
-
-        def _who(self) -> str: ...
-
-        def _failure(self, operation: str, exc: BaseException) -> SessionError: ...
-
-        async def _finish(self, operation: str, work: Callable[[], Awaitable[_T]]) -> _T: ...
+    under the session's lock (``PostgresBase._lock``), as on histcore's tables."""
 
     async def _sdk_side_tables(self, pool: Pool) -> None:
         """The revision and op-id (and archive) tables, made by the first write."""
@@ -208,9 +185,9 @@ class SdkLayout:
 
     async def _newest_item(self, conn: _Conn) -> tuple[int | None, Any]:
         """The newest row that holds an item, in the SDK's order (``NewestPop``)."""
-        popped = NewestPop(cast(SkipsCorruptRows, self))
+        popped = NewestPop(self)
         while not popped.over:
-            if popped.below == _AFTER_ALL:
+            if popped.below == AFTER_ALL:
                 cursor = await conn.execute(self._sdk.newest, (self.session_id,))
             else:
                 cursor = await conn.execute(self._sdk.newest_below, (self.session_id, popped.below))

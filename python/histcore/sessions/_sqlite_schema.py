@@ -1,7 +1,7 @@
 """The SQLite session store's file setup: WAL mode and the SDK's tables.
 
 The tables and index are created with the OpenAI Agents SDK's own statements (see
-``_sqlite_store``), so a file written by either library opens in the other. Every
+``_sqlite_reads``), so a file written by either library opens in the other. Every
 function takes the store's open connection (``text_factory = bytes``: SQLite's answers
 arrive as bytes, hence ``text``).
 """
@@ -198,7 +198,7 @@ def made_if_missing(conn: sqlite3.Connection, create: Sequence[str], run: Callab
 # --- rewrites in place ------------------------------------------------------------------
 #
 # A session's history cache notices rows appended or removed by other connections (see
-# ``_sqlite_store``), not a row whose message_data another program rewrote in place,
+# ``_sqlite_reads``), not a row whose message_data another program rewrote in place,
 # which neither library does. ``histcore doctor --fix`` does, and then notes it here, in
 # the same transaction: a cache read under another generation is rebuilt. The table is
 # made by the first such note; a store without it has had no rewrite.

@@ -19,6 +19,7 @@ from histcore.sessions.base import check_int, items_argument
 
 __all__ = [
     "DEFAULT_OP_ID_WINDOW",
+    "OpIdAppending",
     "Replacement",
     "SuffixReplacing",
     "check_expected_revision",
@@ -151,6 +152,28 @@ class Replacement(Generic[_Item]):
     def changes(self, doomed: list[int]) -> bool:
         """Whether removing the rows ``doomed`` and writing its items changes anything."""
         return bool(doomed or self.items)
+
+
+class OpIdAppending(ABC):
+    """``add_items(items, op_id=...)`` written once for the stores whose append is one
+    transaction of their own, ``_add`` (SQLite and PostgreSQL)."""
+
+    async def add_items(self, items: list[Any], *, op_id: str | None = None) -> None:
+        """Append ``items``, all or none; when ``op_id`` is among the latest
+        ``op_id_window`` op ids this session applied, store nothing (a retried call)."""
+        items = items_argument(items)
+        op_id = check_op_id(op_id)
+        self._check_open()
+        if items:
+            await self._add(items, op_id)
+
+    @abstractmethod
+    def _check_open(self) -> None:
+        """A SessionClosedError when the session was closed."""
+
+    @abstractmethod
+    async def _add(self, items: list[Any], op_id: str | None) -> None:
+        """``add_items`` with checked arguments, ``items`` not empty."""
 
 
 class SuffixReplacing(ABC):

@@ -6,14 +6,12 @@ closes them. The tables (``agent_sessions``, ``agent_messages`` with the item's 
 JSON text in ``message_text`` and a ``jsonb`` copy in ``message_data``, and the
 revision, op-id and, with ``keep_replaced=True``, archive tables) are made on first use.
 
-Rules: every write first locks its session's ``agent_sessions`` row, so a session's ids
-are handed out in commit order and "rows with id > the last id I read" is exactly what a
-reader has not seen; a read keeps the decoded items and checks the session row's
-``generation`` in the statement that fetches new rows. On the tables of the OpenAI Agents
-SDK's ``SQLAlchemySession`` (found there, or ``layout="sdk"``) the session reads and
-writes as the SDK does (``_postgres_sdk``) and checks a stamp of the rows instead
-(``_postgres_freshness``). Layouts, concurrency and what is not detected:
-docs/design.md, "Sessions" ("The PostgreSQL store").
+Here: the session API and its reads, which keep the decoded items and check the session
+row's ``generation`` in the statement that fetches new rows. Its writes on these tables
+are ``_postgres_writes``; on the OpenAI Agents SDK's ``SQLAlchemySession`` tables (found
+there, or ``layout="sdk"``) it reads and writes as the SDK does (``_postgres_sdk``),
+checking a stamp of the rows (``_postgres_freshness``). Layouts, concurrency and what is
+not detected: docs/design.md, "Sessions" ("The PostgreSQL store").
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 try:
     import psycopg
@@ -31,8 +29,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
         "PostgresSession needs psycopg 3 and psycopg-pool: pip install 'histcore[postgres]'"
     ) from exc
 
-from histcore._cancellation import finish_despite_cancellation
-from histcore.exceptions import SessionClosedError, SessionError
+from histcore.exceptions import SessionError
 from histcore.sessions._codec import encode_items
 from histcore.sessions._compaction import CompactionHook
 from histcore.sessions._postgres_freshness import Freshness, Stamp
@@ -46,12 +43,13 @@ from histcore.sessions._postgres_pools import (
 from histcore.sessions._postgres_replace import ReplaceSteps, replace_rows
 from histcore.sessions._postgres_schema import SDK, check_layout, ensure_tables, find_layout
 from histcore.sessions._postgres_sdk import SdkLayout, SdkReplace
-from histcore.sessions._postgres_statements import SdkStatements, Statements, fits_jsonb
+from histcore.sessions._postgres_statements import SdkStatements, Statements
+from histcore.sessions._postgres_writes import HistcoreReplace, HistcoreWrites
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
+    OpIdAppending,
     Replacement,
     check_keep_replaced,
-    check_op_id,
     check_op_id_window,
 )
 from histcore.sessions.base import (
@@ -62,15 +60,12 @@ from histcore.sessions.base import (
     _ClosableSession,
     check_session_id,
     describe_session_id,
-    items_argument,
 )
 from histcore.sessions.sql_store import (
+    AFTER_ALL,
     BEFORE_ALL,
     FETCH_CHUNK,
-    DecodedRows,
     HistoryCache,
-    NewestPop,
-    SkipsCorruptRows,
     check_table_name,
     read_window,
 )
@@ -85,9 +80,6 @@ __all__ = [
     "shared_pool",
 ]
 
-_T = TypeVar("_T")
-
-_AFTER_ALL = 2**63 - 1
 # A read retries when removals by others keep changing the history under it.
 _MAX_READ_ATTEMPTS = 10
 
@@ -99,7 +91,7 @@ class _HistoryChanged(Exception):
 # --- the session ----------------------------------------------------------------------
 
 
-class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptRows):
+class PostgresSession(SdkLayout, HistcoreWrites, OpIdAppending, CompactionHook, _ClosableSession):
     """A session stored in PostgreSQL, shared safely by any number of workers.
 
     Give either ``dsn`` (sessions with the same DSN share a pool, see ``shared_pool``;
@@ -209,45 +201,15 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
                 raise
             return history.hand_out(limit, kept=self._cache_history)
 
-    async def add_items(self, items: list[InputItem], *, op_id: str | None = None) -> None:
-        """Append ``items``, all or none; when ``op_id`` is among the latest
-        ``op_id_window`` op ids this session applied, store nothing (a retried call)."""
-        items = items_argument(items)
-        op_id = check_op_id(op_id)
-        self._check_open()
-        if not items:
-            return
+    async def _add(self, items: list[InputItem], op_id: str | None) -> None:
         # Encoded before any I/O: an item that cannot be encoded raises TypeError naming
         # its position, and nothing is written.
         texts = encode_items(items)
         pool = await self._ready_pool()
         if self._sdk_layout:
             await self._sdk_add_items(pool, texts, op_id)
-            return
-        fits = [fits_jsonb(text) for text in texts]
-        session_id = self.session_id
-
-        async def write() -> None:
-            async with pool.connection() as conn, conn.pipeline(), conn.transaction():
-                await conn.execute(self._sql.lock_or_create, (session_id,))
-                if op_id is not None:
-                    cursor = await conn.execute(self._sql.op_applied, (session_id, op_id))
-                    if await cursor.fetchone() is not None:
-                        return  # applied before: a retry stores nothing
-                await self._append(conn, texts, fits)
-                if op_id is None:
-                    await conn.execute(self._sql.count_revision, (session_id, session_id))
-                else:
-                    await conn.execute(
-                        self._sql.count_revision_with_op,
-                        (session_id, session_id, session_id, op_id),
-                    )
-                    await conn.execute(
-                        self._sql.forget_old_ops,
-                        (session_id, session_id, self._op_id_window),
-                    )
-
-        await self._finish("add_items", write)
+        else:
+            await self._histcore_add_items(pool, texts, op_id)
 
     async def pop_item(self) -> InputItem | None:
         self._check_open()
@@ -255,74 +217,15 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
         if self._sdk_layout:
             async with self._lock():
                 return await self._finish_or_forget("pop_item", lambda: self._sdk_pop_item(pool))
-        generations: list[int] = []
-
-        async def pop() -> NewestPop:
-            popped = NewestPop(self)
-            generations.clear()
-            async with pool.connection() as conn, conn.transaction():
-                cursor = await conn.execute(self._sql.lock_existing, (self.session_id,))
-                row = await cursor.fetchone()
-                if row is None:
-                    return popped
-                generations.append(row[0])
-                while not popped.over:
-                    cursor = await conn.execute(
-                        self._sql.newest_below, (self.session_id, popped.below)
-                    )
-                    if popped.take(await cursor.fetchone()):
-                        if self._keep_replaced:
-                            await conn.execute(
-                                self._sql.archive_rows,
-                                (self.session_id, self.session_id, popped.removed),
-                            )
-                        await conn.execute(self._sql.delete_row, (popped.removed[0],))
-                if popped.removed:
-                    cursor = await conn.execute(self._sql.bump, (self.session_id,))
-                    bumped = await cursor.fetchone()
-                    assert bumped is not None  # the row is locked by this transaction
-                    generations.append(bumped[0])
-                await self._count_revision(conn, changed=bool(popped.removed))
-            return popped
-
-        async with self._lock():
-            popped = await self._finish_or_forget("pop_item", pop)
-            self._forget_popped(popped.removed, generations)
-        return popped.item
+        return await self._histcore_pop_item(pool)
 
     async def clear_session(self) -> None:
         self._check_open()
         pool = await self._ready_pool()
-        if self._sdk_layout:
-            async with self._lock():
-                try:
-                    await self._sdk_clear_session(pool)
-                finally:
-                    self._history = None
-                self._skipped.clear()
-            return
-
-        async def clear() -> None:
-            async with pool.connection() as conn, conn.transaction():
-                archived = 0
-                if self._keep_replaced:
-                    # Locked first, as the delete below would, then copied before the
-                    # cascade removes the rows.
-                    await conn.execute(self._sql.lock_existing, (self.session_id,))
-                    cursor = await conn.execute(
-                        self._sql.archive_all, (self.session_id, self.session_id)
-                    )
-                    archived = cursor.rowcount
-                # The session row first: it waits for a writer in progress, whose rows
-                # then go too, so a clear never splits a batch.
-                await conn.execute(self._sql.delete_session, (self.session_id,))
-                await conn.execute(self._sql.delete_messages, (self.session_id,))
-                # Counted when rows were there (the newest id is now none).
-                await self._count_revision(conn, changed=archived > 0)
-
+        clear = self._sdk_clear_session if self._sdk_layout else self._histcore_clear_session
         async with self._lock():
             try:
-                await self._finish("clear_session", clear)
+                await clear(pool)
             finally:
                 self._history = None
             self._skipped.clear()
@@ -362,7 +265,7 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
             await self._sdk_side_tables(pool)
             steps = SdkReplace(self)
         else:
-            steps = _HistcoreReplace(self, texts)
+            steps = HistcoreReplace(self, texts)
         stored = replacement.stored(texts)
 
         async def replace() -> bool:
@@ -399,40 +302,6 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
 
         return await self._finish("transcript", read)
 
-    async def _append(
-        self, conn: psycopg.AsyncConnection[Any], texts: list[str], fits: list[bool]
-    ) -> None:
-        """Inside a write transaction, before its revision is counted: append ``texts``
-        (with ``keep_replaced``, noting the range of ids and the revision)."""
-        if self._keep_replaced:
-            sid = self.session_id
-            await conn.execute(self._sql.append_noted, (sid, texts, fits, sid, sid))
-        else:
-            await conn.execute(self._sql.append, (self.session_id, texts, fits))
-
-    async def _current_revision(self, conn: psycopg.AsyncConnection[Any]) -> int | None:
-        """The stored revision; None when a writer that does not count changed the
-        session since it was counted (its newest row id is another)."""
-        sid = self.session_id
-        cursor = await conn.execute(self._sql.revision_state, (sid, sid, sid))
-        found = await cursor.fetchone()
-        assert found is not None  # one row of scalar subqueries
-        revision, last_id, newest = found
-        return int(revision or 0) if last_id == newest else None
-
-    async def _count_revision(
-        self, conn: psycopg.AsyncConnection[Any], *, changed: bool = False
-    ) -> int:
-        """Inside a write transaction holding the session's lock: count this change
-        (``changed``), or one by a writer that does not count, as one more revision;
-        the revision afterwards."""
-        if not changed and (revision := await self._current_revision(conn)) is not None:
-            return revision
-        cursor = await conn.execute(self._sql.count_revision, (self.session_id, self.session_id))
-        counted = await cursor.fetchone()
-        assert counted is not None  # an upsert returns its row
-        return int(counted[0])
-
     # --- lifetime -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -450,22 +319,6 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
         return f"PostgresSession({describe_session_id(self.session_id)}, {where!r})"
 
     # --- plumbing ---------------------------------------------------------------------
-
-    def _who(self) -> str:
-        """This session as messages name it (a long id cut short)."""
-        return f"PostgresSession {describe_session_id(self.session_id)}"
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(f"{self._who()} is closed")
-
-    def _lock(self) -> asyncio.Lock:
-        """This session's lock for the running loop: reads and writes through one
-        session object take turns, so its history cache sees them in order."""
-        loop = asyncio.get_running_loop()
-        if self._loop_lock is None or self._loop_lock[0]() is not loop:
-            self._loop_lock = (weakref.ref(loop), asyncio.Lock())
-        return self._loop_lock[1]
 
     async def _ready_pool(self) -> Pool:
         try:
@@ -492,48 +345,6 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
             raise SessionError(f"{self._who()}: cannot prepare the tables: {exc}") from exc
         return pool
 
-    def _failure(self, operation: str, exc: BaseException) -> SessionError:
-        what = "nothing of the batch was written, or all of it" if operation == "add_items" else ""
-        suffix = f" ({what})" if what else ""
-        return SessionError(f"{self._who()}: {operation} failed{suffix}: {exc}")
-
-    async def _finish_or_forget(self, name: str, work: Callable[[], Awaitable[_T]]) -> _T:
-        """``_finish(name, work)`` under the session's lock; a write that failed may have
-        left the store other than the kept history says, so the history is forgotten."""
-        try:
-            return await self._finish(name, work)
-        except BaseException:
-            self._history = None
-            raise
-
-    async def _finish(self, operation: str, work: Callable[[], Awaitable[_T]]) -> _T:
-        """Run a write to its end even if the caller is cancelled meanwhile, so a
-        cancelled caller never leaves a transaction whose outcome nobody learns; the
-        cancellation is re-raised afterwards. Database errors become SessionError."""
-
-        async def mapped() -> _T:
-            try:
-                return await work()
-            except (psycopg.Error, PoolTimeout) as exc:
-                raise self._failure(operation, exc) from exc
-
-        return await finish_despite_cancellation(asyncio.ensure_future(mapped()))
-
-    def _forget_popped(self, removed: list[int], generations: list[int]) -> None:
-        """Keep the cache in step with our own pop, when it was current before it."""
-        history = self._history
-        if history is None or not removed:
-            return
-        if len(generations) != 2 or history.stamp != generations[0]:
-            self._history = None
-            return
-        # Pops take the newest rows: those we hold are at the end of the cache, the
-        # others were never read and, being deleted now, never will be.
-        if not history.forget_popped(removed):
-            self._history = None  # not the newest rows we hold: rebuild on the next read
-            return
-        history.stamp = generations[1]
-
     # --- reading --------------------------------------------------------------------
 
     async def _read(self, pool: Pool, limit: int | None) -> HistoryCache:
@@ -553,7 +364,7 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
     async def _synced(self, conn: psycopg.AsyncConnection[Any], need: int | None) -> HistoryCache:
         history = self._history if self._cache_history else None
         if history is not None:
-            generation, rows = await self._fetch(conn, history.last_id, _AFTER_ALL, None)
+            generation, rows = await self._fetch(conn, history.last_id, AFTER_ALL, None)
             if generation != history.stamp:
                 history = None  # rows we hold were removed by someone: start over
             else:
@@ -561,7 +372,7 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
         if history is None:
             # The newest rows and the generation in one statement, then older windows.
             window = read_window(need)
-            generation, rows = await self._fetch(conn, BEFORE_ALL, _AFTER_ALL, window)
+            generation, rows = await self._fetch(conn, BEFORE_ALL, AFTER_ALL, window)
             fetched = self._decoded(rows)
             history = HistoryCache(stamp=generation)
             history.add_newer(fetched)
@@ -596,60 +407,3 @@ class PostgresSession(SdkLayout, CompactionHook, _ClosableSession, SkipsCorruptR
             generation = None if found is None else found[0]
         rows.reverse()
         return generation, rows
-
-
-class _HistcoreReplace(ReplaceSteps):
-    """A replacement's statements on histcore's tables (``_postgres_replace``)."""
-
-    def __init__(self, session: PostgresSession, texts: list[str]) -> None:
-        self._session = session
-        self._fits = [fits_jsonb(text) for text in texts]
-        # The session row's generation after the removal (None: nothing removed).
-        self._generation: int | None = None
-
-    async def lock(self, conn: psycopg.AsyncConnection[Any]) -> int:
-        session = self._session
-        await conn.execute(session._sql.lock_or_create, (session.session_id,))
-        return await session._count_revision(conn, changed=False)
-
-    async def kept(self, conn: psycopg.AsyncConnection[Any]) -> HistoryCache | None:
-        session = self._session
-        history = session._history
-        if history is not None and history.floor is None:
-            # The incremental read's rule: no removal since (the same generation),
-            # so the rows above last_id are all that is new.
-            generation, rows = await session._fetch(conn, history.last_id, _AFTER_ALL, None)
-            if generation == history.stamp:
-                history.add_newer(session._decoded(rows))
-                return history
-        session._history = None
-        return None
-
-    async def every_row(self, conn: psycopg.AsyncConnection[Any]) -> DecodedRows:
-        session = self._session
-        cursor = await conn.execute(session._sql.all_rows, (session.session_id,))
-        return session._decoded(list(await cursor.fetchall()))
-
-    async def write(
-        self, conn: psycopg.AsyncConnection[Any], doomed: list[int], texts: list[str]
-    ) -> None:
-        session = self._session
-        sql, session_id = session._sql, session.session_id
-        if doomed:
-            if session._keep_replaced:
-                await conn.execute(sql.archive_rows, (session_id, session_id, doomed))
-            await conn.execute(sql.delete_rows, (doomed,))
-            cursor = await conn.execute(sql.bump, (session_id,))  # a removal
-            bumped = await cursor.fetchone()
-            assert bumped is not None  # the row is locked by this transaction
-            self._generation = bumped[0]
-        if texts:
-            await session._append(conn, texts, self._fits)
-        await session._count_revision(conn, changed=True)
-
-    def committed(self, history: HistoryCache | None, doomed: list[int]) -> None:
-        session = self._session
-        if history is None or not history.forget_replaced(doomed):
-            session._history = None  # rebuilt by the next read
-        elif self._generation is not None:
-            history.stamp = self._generation

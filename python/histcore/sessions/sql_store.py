@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from histcore.sessions._sqlite_freshness import Stamp
 
 __all__ = [
+    "AFTER_ALL",
     "BEFORE_ALL",
     "FETCH_CHUNK",
     "PENDING_TEXT_BYTES",
@@ -46,8 +47,8 @@ logger = logging.getLogger("histcore.sessions")
 
 #: Below every row id either database assigns.
 BEFORE_ALL = -(2**63)
-# Above every row id either database assigns.
-_AFTER_ALL = 2**63 - 1
+#: Above every row id either database assigns.
+AFTER_ALL = 2**63 - 1
 #: JSON text of appended rows a history cache keeps for the next read to decode (see
 #: ``HistoryCache.add_appended``); past this the read fetches the rows from the table.
 PENDING_TEXT_BYTES = 1 << 20
@@ -305,7 +306,7 @@ class NewestPop:
         self.item: Any = None
         self.over = False
         #: the next row to look at is the newest with an id below this
-        self.below = _AFTER_ALL
+        self.below = AFTER_ALL
 
     def take(self, row: tuple[int, Any] | None) -> bool:
         """The newest ``(id, message_data)`` row below ``below``, or None when there is

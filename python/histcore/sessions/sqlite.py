@@ -6,7 +6,7 @@ never blocks on the database (not even on opening a locked file) and no connecti
 opened per event loop or per thread. The tables are the OpenAI Agents
 SDK's, so a database written by either library opens and continues in the other. The
 session keeps the history it has read and later fetches only newer rows (see
-``_sqlite_store`` for how changes by other connections are detected).
+``_sqlite_reads`` for how changes by other connections are detected).
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from histcore._cancellation import finish_despite_cancellation
 from histcore.exceptions import SessionError
 from histcore.sessions._codec import encode_items_utf8
 from histcore.sessions._compaction import CompactionHook
-from histcore.sessions._sqlite_store import SQLiteStore, read_only_error
+from histcore.sessions._sqlite_reads import read_only_error
+from histcore.sessions._sqlite_store import SQLiteStore
 from histcore.sessions._transactions import (
     DEFAULT_OP_ID_WINDOW,
+    OpIdAppending,
     Replacement,
     check_keep_replaced,
-    check_op_id,
     check_op_id_window,
 )
 from histcore.sessions.base import (
@@ -37,7 +38,6 @@ from histcore.sessions.base import (
     _ClosableSession,
     check_session_id,
     describe_session_id,
-    items_argument,
 )
 from histcore.sessions.sql_store import logger
 from histcore.sessions.transcript import TranscriptEntry
@@ -47,7 +47,7 @@ __all__ = ["SQLiteSession"]
 _T = TypeVar("_T")
 
 
-class SQLiteSession(CompactionHook, _ClosableSession):
+class SQLiteSession(OpIdAppending, CompactionHook, _ClosableSession):
     """A session stored in a SQLite file (or ``:memory:``), in the Agents SDK's tables.
 
     ``db_path``: a file, ``:memory:``, or a ``file:`` URI (``file:chat.db?mode=ro``).
@@ -118,18 +118,10 @@ class SQLiteSession(CompactionHook, _ClosableSession):
 
     async def get_items(self, limit: int | None = None) -> list[InputItem]:
         limit = self._read_limit(limit)
-        self._store.check_open()
+        self._check_open()
         return await self._in_worker("get_items", self._store.read, limit)
 
-    async def add_items(self, items: list[InputItem], *, op_id: str | None = None) -> None:
-        """Append ``items``, all or none; when ``op_id`` is among the latest
-        ``op_id_window`` op ids this session applied, store nothing (a retried call)."""
-        items = items_argument(items)
-        op_id = check_op_id(op_id)
-        self._store.check_open()
-        if not items:
-            return
-
+    async def _add(self, items: list[InputItem], op_id: str | None) -> None:
         def write() -> bool:
             # Encoded a chunk at a time inside one transaction (a batch of any size
             # never holds the text of all of it): an item that cannot be encoded raises
@@ -140,17 +132,17 @@ class SQLiteSession(CompactionHook, _ClosableSession):
             self._checkpoint_soon()
 
     async def pop_item(self) -> InputItem | None:
-        self._store.check_open()
+        self._check_open()
         return await self._finish_in_worker("pop_item", self._store.pop)
 
     async def clear_session(self) -> None:
-        self._store.check_open()
+        self._check_open()
         await self._finish_in_worker("clear_session", self._store.clear)
 
     async def revision(self) -> int:
         """The session's revision: one more after every committed change, never reused
         (not even after ``clear_session``), the same for every reader of the file."""
-        self._store.check_open()
+        self._check_open()
         return await self._in_worker("revision", self._store.revision)
 
     async def transcript(self) -> list[TranscriptEntry]:
@@ -160,17 +152,20 @@ class SQLiteSession(CompactionHook, _ClosableSession):
         ValueError."""
         if not self._store._keep_replaced:
             raise ValueError("transcript() needs a session made with keep_replaced=True")
-        self._store.check_open()
+        self._check_open()
         return await self._in_worker("transcript", self._store.transcript)
 
     async def _replace(self, replacement: Replacement[Any]) -> bool:
         texts = encode_items_utf8(replacement.items)
-        self._store.check_open()
+        self._check_open()
         return await self._finish_in_worker(
             "replace_suffix", self._store.replace_suffix, replacement.stored(texts)
         )
 
     # --- lifetime -------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        self._store.check_open()
 
     def close(self) -> None:
         """Close the connection; waits for an operation in progress. Idempotent."""
