@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from histcore.exceptions import SessionError
+from tests.support import replacements
 from tests.support.examples import examples
 from tests.support.pg import Backends, backends, pg_execute, require_psycopg
+from tests.support.replacements import user
 
 LAYOUTS = ("histcore", "sdk")
 
@@ -30,10 +32,6 @@ def _psycopg() -> None:
 async def pg(tmp_path: Path) -> AsyncIterator[Backends]:
     async with backends("postgres", tmp_path) as made:
         yield made
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def texts(items: list[Any]) -> list[str]:
@@ -171,36 +169,13 @@ def test_reads_after_replacements_equal_a_fresh_sessions(
     async def play(pg: Backends) -> None:
         session: Any = pg.session("s", layout=layout)
         other: Any = pg.session("s", layout=layout)
-        await session.add_items([user("first")])  # the tables exist
         column = "message_data" if layout == "sdk" else "message_text"
-        counter = 0
-        for operation in operations:
-            kind, argument = operation[0], operation[1]
-            counter += 1
-            if kind == "add":
-                await session.add_items([user(f"{counter}.{n}") for n in range(argument)])
-            elif kind in ("replace", "other replace"):
-                writer = session if kind == "replace" else other
-                start = min(argument, len(await fresh_read(pg, layout)))
-                count = operation[2] if kind == "replace" else 1
-                items = [user(f"r{counter}.{n}") for n in range(count)]
-                revision = await writer.revision()
-                assert await writer.replace_suffix(start, items, expected_revision=revision)
-            elif kind == "read":
-                await session.get_items()
-            elif kind == "limited read":
-                await session.get_items(argument)
-            elif kind == "pop":
-                await session.pop_item()
-            elif kind == "other add":
-                await other.add_items([user(f"o{counter}.{n}") for n in range(argument)])
-            elif kind == "other pop":
-                await other.pop_item()
-            else:
-                await pg_execute(
-                    f"INSERT INTO {pg.tables}_messages (session_id, {column}) "
-                    "VALUES ('s', 'not json')"
-                )
-            assert await session.get_items() == await fresh_read(pg, layout)
+
+        async def corrupt() -> None:
+            await pg_execute(
+                f"INSERT INTO {pg.tables}_messages (session_id, {column}) VALUES ('s', 'not json')"
+            )
+
+        await replacements.play(session, other, operations, lambda: fresh_read(pg, layout), corrupt)
 
     asyncio.run(run())

@@ -15,11 +15,9 @@ from hypothesis import strategies as st
 
 from histcore.sessions import SQLiteSession
 from histcore.sessions._sqlite_store import SQLiteStore
+from tests.support import replacements
 from tests.support.examples import examples
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
+from tests.support.replacements import user
 
 
 def texts(items: list[Any]) -> list[str]:
@@ -86,33 +84,15 @@ def test_reads_after_replacements_equal_a_fresh_sessions(
     async def run() -> None:
         session = SQLiteSession("s", path)
         other = SQLiteSession("s", path)
-        await session.add_items([user("first")])  # the tables exist
-        counter = 0
-        for operation in operations:
-            kind, argument = operation[0], operation[1]
-            counter += 1
-            if kind == "add":
-                await session.add_items([user(f"{counter}.{n}") for n in range(argument)])
-            elif kind in ("replace", "other replace"):
-                writer = session if kind == "replace" else other
-                length = len(await fresh_read())
-                start = min(argument, length)
-                items = [
-                    user(f"r{counter}.{n}") for n in range(operation[2] if kind == "replace" else 1)
-                ]
-                revision = await writer.revision()
-                assert await writer.replace_suffix(start, items, expected_revision=revision)
-            elif kind == "read":
-                await session.get_items()
-            elif kind == "pop":
-                await session.pop_item()
-            elif kind == "other add":
-                await other.add_items([user(f"o{counter}.{n}") for n in range(argument)])
-            else:
-                _raw(path, f"INSERT INTO agent_messages {CORRUPT}")
-            assert await session.get_items() == await fresh_read()
-        session.close()
-        other.close()
+
+        async def corrupt() -> None:
+            _raw(path, f"INSERT INTO agent_messages {CORRUPT}")
+
+        try:
+            await replacements.play(session, other, operations, fresh_read, corrupt)
+        finally:
+            session.close()
+            other.close()
 
     async def fresh_read() -> list[Any]:
         reader = SQLiteSession("s", path, cache_history=False)
