@@ -320,12 +320,9 @@ def test_postgres_sdk_layout_archived_units() -> None:
     pytest.importorskip("agents")
     pytest.importorskip("sqlalchemy")
     pytest.importorskip("asyncpg")
-    from tests.sessions.test_postgres_sdk_layout import SdkTables, _drop, _server_urls
-    from tests.support.pg import require_psycopg
+    from tests.sessions.test_postgres_sdk_layout import sdk_schema
 
-    require_psycopg()
-    tables = SdkTables(*_server_urls())
-    try:
+    with sdk_schema() as tables:
 
         async def write() -> None:
             await tables.sdk("setup").get_items()  # the SDK's tables
@@ -350,5 +347,3 @@ def test_postgres_sdk_layout_archived_units() -> None:
                 ("--dsn", tables.dsn),
             )
         )
-    finally:
-        _drop(tables.schema)

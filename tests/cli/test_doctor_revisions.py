@@ -253,12 +253,9 @@ def test_postgres_sdk_layout_fix_changes_the_revision() -> None:
     pytest.importorskip("agents")
     pytest.importorskip("sqlalchemy")
     pytest.importorskip("asyncpg")
-    from tests.sessions.test_postgres_sdk_layout import SdkTables, _drop, _server_urls
-    from tests.support.pg import require_psycopg
+    from tests.sessions.test_postgres_sdk_layout import sdk_schema
 
-    require_psycopg()
-    tables = SdkTables(*_server_urls())
-    try:
+    with sdk_schema() as tables:
 
         async def run() -> tuple[int, int, bool, list[Any]]:
             try:
@@ -277,5 +274,3 @@ def test_postgres_sdk_layout_fix_changes_the_revision() -> None:
         assert not replaced
         assert after > before
         assert items == REPAIRED
-    finally:
-        _drop(tables.schema)

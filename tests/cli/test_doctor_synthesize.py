@@ -254,15 +254,10 @@ def test_postgres_histcore_layout_synthesizes(pg: PgStore) -> None:  # noqa: F81
 def sdk_tables() -> Iterator[Any]:
     pytest.importorskip("sqlalchemy")
     pytest.importorskip("asyncpg")
-    from tests.sessions.test_postgres_sdk_layout import SdkTables, _drop, _server_urls
-    from tests.support.pg import require_psycopg
+    from tests.sessions.test_postgres_sdk_layout import sdk_schema
 
-    require_psycopg()
-    made = SdkTables(*_server_urls())
-    try:
+    with sdk_schema() as made:
         yield made
-    finally:
-        _drop(made.schema)
 
 
 def test_postgres_sdk_layout_synthesized_rows_sort_where_they_belong(sdk_tables: Any) -> None:

@@ -16,8 +16,7 @@ import pytest
 from tests.cli.test_bench_store import check_report
 from tests.cli.test_bench_store import run_cli as bench_cli
 from tests.cli.test_doctor import call, output, report_json, user
-from tests.sessions.test_postgres_sdk_layout import SdkTables, _drop, _server_urls
-from tests.support.pg import require_psycopg
+from tests.sessions.test_postgres_sdk_layout import SdkTables, sdk_schema
 
 pytest.importorskip("agents")
 pytest.importorskip("sqlalchemy")
@@ -26,12 +25,8 @@ pytest.importorskip("asyncpg")
 
 @pytest.fixture
 def tables() -> Iterator[SdkTables]:
-    require_psycopg()
-    made = SdkTables(*_server_urls())
-    try:
+    with sdk_schema() as made:
         yield made
-    finally:
-        _drop(made.schema)
 
 
 async def _fill(tables: SdkTables, sessions: dict[str, list[Any]]) -> None:

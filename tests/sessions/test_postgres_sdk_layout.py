@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,17 @@ def _drop(schema: str) -> None:
 
     with psycopg.connect(require_pg().dsn, autocommit=True) as connection:
         connection.execute(f"DROP SCHEMA {schema} CASCADE")  # type: ignore[arg-type]
+
+
+@contextmanager
+def sdk_schema() -> Iterator[SdkTables]:
+    """The SDK's tables in a schema of their own on the test server, dropped after."""
+    require_psycopg()
+    made = SdkTables(*_server_urls())
+    try:
+        yield made
+    finally:
+        _drop(made.schema)
 
 
 @pytest.fixture
