@@ -118,8 +118,9 @@ def _install(config: pytest.Config, *, guard: bool) -> Any:
     config.pluginmanager.register(
         _Say(
             f"histcore_sdk_plugin: install({'guard=True' if guard else ''}) replaced "
-            f"{len(installation.replaced)} bindings (histcore {histcore.__version__}, "
-            f"engine {histcore.BACKEND}, openai-agents {installation.sdk_version})\n"
+            "{replaced} bindings "
+            f"(histcore {histcore.__version__}, engine {histcore.BACKEND}, "
+            f"openai-agents {installation.sdk_version})"
         ),
         "histcore-install-said",
     )
@@ -146,7 +147,18 @@ class _Say:
 
     @pytest.hookimpl
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        sys.stderr.write(self.text)
+        import histcore.openai_agents as accelerator
+
+        # The groups of the SDK's extras are bound when the test modules import them.
+        installation = accelerator.installation()
+        if installation is None or installation.skipped:
+            raise pytest.UsageError(
+                "histcore.openai_agents: after collection, "
+                + ("not installed" if installation is None else f"left {installation.skipped}")
+            )
+        waiting = f", waiting for import: {', '.join(installation.waiting)}"
+        said = self.text.format(replaced=len(installation.replaced))
+        sys.stderr.write(said + (waiting if installation.waiting else "") + "\n")
 
 
 class _Counts:

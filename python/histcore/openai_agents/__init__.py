@@ -19,6 +19,7 @@ why: docs/design.md, "Drop-in accelerator".
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from histcore.engine.units import check_dangling
-from histcore.openai_agents import _patches, _table
+from histcore.openai_agents import _patches, _post_import, _table
 from histcore.openai_agents._guard_counts import GuardCounts
 from histcore.openai_agents._guard_link import GuardLink
 from histcore.openai_agents._versions import INSTALL_HINT, SUPPORTED, is_supported, sdk_version
@@ -55,6 +56,9 @@ class Installation:
     replaced: tuple[str, ...]
     #: helper group -> why it was left alone
     skipped: dict[str, str] = field(default_factory=dict)
+    #: groups of an SDK extra's module not imported yet: each is bound (and moves to
+    #: ``replaced`` or ``skipped``) right after the program imports that module
+    waiting: tuple[str, ...] = ()
     #: with ``guard=True``: the guard's live counts (model inputs checked and repaired,
     #: items dropped, the rule kinds it dropped for, warnings logged); otherwise None
     guard: GuardCounts | None = None
@@ -66,6 +70,8 @@ _guard_bindings: list[_patches.Binding] = []
 #: the guard put over a run-loop dedupe rebound after install (``_guard``), still bound
 _rebound: list[_patches.Binding] = []
 _watches: list[Watch] = []
+#: the groups waiting for their module's import (``_post_import``), by module
+_waiting: dict[str, list[_patches.Group]] = {}
 #: the link of the installed dedupe and the guard (``_guard_link``), one per installation
 _link = GuardLink()
 _current: Installation | None = None
@@ -116,6 +122,10 @@ def install(*, guard: bool = False, dangling: str = "drop") -> Installation:
     Raises ValueError for a ``dangling`` other than ``"drop"`` and ``"synthesize"``, for
     ``"synthesize"`` without ``guard=True``, and for one other than the installed guard's.
 
+    The SDK's sessions of its optional extras (aiosqlite, SQLAlchemy, cryptography) are
+    replaced once the program imports their module, not at install, which would load
+    the extras' packages into every process (``Installation.waiting``).
+
     Raises ImportError (saying how to install the extra) when the SDK is missing.
     Warns when the SDK version is not a supported one or a helper is not recognised;
     such helpers are left as they are. On any error nothing stays replaced.
@@ -140,7 +150,8 @@ def install(*, guard: bool = False, dangling: str = "drop") -> Installation:
         watches: list[Watch] = []
         if _current is None:
             _link = GuardLink()
-            bindings, watches = _bind(_table.GROUPS, skipped, _patches.Context(_link))
+            now = tuple(g for g in _table.GROUPS if not _waits(g))
+            bindings, watches = _bind(now, skipped, _patches.Context(_link))
         counts = GuardCounts(dangling) if guard else None
         if counts is not None:
             context = _patches.Context(_link, counts, _rebinder(counts))
@@ -159,17 +170,82 @@ def install(*, guard: bool = False, dangling: str = "drop") -> Installation:
         # (later groups rebind names that earlier replacements watch).
         for watch in _watches:
             watch.arm()
+        first = _current is None
         previous = {} if _current is None else _current.skipped
         _current = Installation(
             sdk_version=version,
             supported=supported,
-            replaced=tuple(b.where for b in [*_bindings, *_guard_bindings]),
+            replaced=_replaced(),
             skipped={**previous, **skipped},
+            waiting=() if _current is None else _current.waiting,
             guard=counts,
         )
+        if first:
+            _wait_for_imports(tuple(g for g in _table.GROUPS if _waits(g)))
     if (not supported and not previous) or skipped:
         _warn(version, supported, skipped)
     return _current
+
+
+def _replaced() -> tuple[str, ...]:
+    return tuple(b.where for b in [*_bindings, *_guard_bindings])
+
+
+def _waits(group: _patches.Group) -> bool:
+    """Whether ``group`` belongs to an SDK extra's module not imported yet."""
+    return bool(group.needs) and group.module not in sys.modules and group.available()
+
+
+def _wait_for_imports(groups: tuple[_patches.Group, ...]) -> None:
+    """Bind each of ``groups`` once its module is imported (now, if it already is: it may
+    have been imported by another thread since ``_waits`` looked)."""
+    global _current
+    for group in groups:
+        _waiting.setdefault(group.module, []).append(group)
+        _post_import.watch(group.module, _imported)
+    if _current is not None:
+        _current = replace(_current, waiting=tuple(g.name for g in groups))
+    for module in list(_waiting):
+        if module in sys.modules:
+            _imported(sys.modules[module])
+
+
+def _stop_waiting() -> None:
+    for module in _waiting:
+        _post_import.unwatch(module)
+    _waiting.clear()
+
+
+def _imported(module: ModuleType) -> None:
+    """Bind the groups waiting for ``module``, just imported. Never raises: a group that
+    cannot be bound is skipped with a warning, as at install."""
+    global _current
+    with _LOCK:
+        _post_import.unwatch(module.__name__)
+        groups = tuple(_waiting.pop(module.__name__, ()))
+        if _current is None or not groups:
+            return
+        skipped: dict[str, str] = {}
+        try:
+            bindings, watches = _bind(groups, skipped, _patches.Context(_link))
+        except Exception as exc:  # the program's import must not fail for histcore
+            bindings, watches = [], []
+            skipped.update({g.name: f"binding failed: {exc!r}" for g in groups})
+        # Arm only these: the others' watches keep what they noted at install.
+        for watch in watches:
+            watch.arm()
+        _bindings.extend(bindings)
+        _watches.extend(watches)
+        names = {g.name for g in groups}
+        _current = replace(
+            _current,
+            replaced=_replaced(),
+            skipped={**_current.skipped, **skipped},
+            waiting=tuple(name for name in _current.waiting if name not in names),
+        )
+        version, supported = _current.sdk_version, _current.supported
+    if skipped:
+        _warn(version, supported, skipped, stacklevel=2)
 
 
 def _rebinder(counts: GuardCounts) -> _patches.Rebind:
@@ -193,7 +269,9 @@ def _rebinder(counts: GuardCounts) -> _patches.Rebind:
     return rebind
 
 
-def _warn(version: str | None, supported: bool, skipped: dict[str, str]) -> None:
+def _warn(
+    version: str | None, supported: bool, skipped: dict[str, str], stacklevel: int = 3
+) -> None:
     low, high = SUPPORTED
     warnings.warn(
         f"histcore.openai_agents: openai-agents {version or '(unknown version)'} "
@@ -208,7 +286,7 @@ def _warn(version: str | None, supported: bool, skipped: dict[str, str]) -> None
             else "all helpers recognised"
         ),
         RuntimeWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
 
 
@@ -221,7 +299,7 @@ def _drop_guard() -> None:
     for watch in _watches:
         watch.arm()
     if _current is not None:
-        _current = replace(_current, guard=None, replaced=tuple(b.where for b in _bindings))
+        _current = replace(_current, guard=None, replaced=_replaced())
 
 
 def uninstall() -> None:
@@ -230,6 +308,7 @@ def uninstall() -> None:
     with _LOCK:
         if _current is None:
             return
+        _stop_waiting()
         _patches.unbind([*_bindings, *_guard_bindings, *_rebound])
         _bindings.clear()
         _guard_bindings.clear()

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import importlib.metadata
 import inspect
+import linecache
 import re
 import textwrap
 from collections.abc import Iterable
@@ -142,14 +143,21 @@ def function_digest(name: str, function: Any) -> str | None:
 def _digest(functions: tuple[tuple[str, Any], ...]) -> str | None:
     # Keyed by the function objects themselves: reading and hashing source is slow,
     # and the same functions are checked on every install().
+    # inspect keeps each file it reads in linecache: the lines this reading added go
+    # (the digest is what is kept), so an installed process holds no SDK source.
+    cached = set(linecache.cache)
     digest = hashlib.sha256()
-    for name, function in functions:
-        try:
-            source = inspect.getsource(function)
-        except (OSError, TypeError):
-            return None
-        digest.update(name.encode())
-        digest.update(b"\0")
-        digest.update(textwrap.dedent(source).strip().encode())
-        digest.update(b"\0")
+    try:
+        for name, function in functions:
+            try:
+                source = inspect.getsource(function)
+            except (OSError, TypeError):
+                return None
+            digest.update(name.encode())
+            digest.update(b"\0")
+            digest.update(textwrap.dedent(source).strip().encode())
+            digest.update(b"\0")
+    finally:
+        for path in set(linecache.cache) - cached:
+            linecache.cache.pop(path, None)
     return digest.hexdigest()[:16]
