@@ -178,3 +178,28 @@ def test_a_module_imported_while_install_starts_watching_is_bound(
         assert installation.skipped == {}
     finally:
         accelerator.uninstall()
+
+
+def test_a_module_this_release_lacks_is_skipped_at_install_not_awaited() -> None:
+    out = _run(
+        """
+        import dataclasses, warnings
+        import histcore.openai_agents as accelerator
+        from histcore.openai_agents import _table
+
+        def moved(group):
+            if group.name != "sqlalchemy_read":
+                return group
+            return dataclasses.replace(group, module=group.module + "_gone")
+
+        _table.GROUPS = tuple(moved(group) for group in _table.GROUPS)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            installation = accelerator.install()
+        assert "sqlalchemy_read" not in installation.waiting, installation.waiting
+        assert "cannot be imported" in installation.skipped["sqlalchemy_read"]
+        assert any("sqlalchemy_read" in str(w.message) for w in caught)
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"

@@ -19,6 +19,7 @@ why: docs/design.md, "Drop-in accelerator".
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import threading
 import warnings
@@ -192,8 +193,14 @@ def _replaced() -> tuple[str, ...]:
 
 
 def _waits(group: _patches.Group) -> bool:
-    """Whether ``group`` belongs to an SDK extra's module not imported yet."""
-    return bool(group.needs) and group.module not in sys.modules and group.available()
+    """Whether ``group`` belongs to an SDK extra's module not imported yet (one this
+    release lacks is recognised now, and skipped with the reason)."""
+    return (
+        bool(group.needs)
+        and group.module not in sys.modules
+        and group.available()
+        and importlib.util.find_spec(group.module) is not None
+    )
 
 
 def _wait_for_imports(groups: tuple[_patches.Group, ...]) -> None:
