@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from histcore.cli.doctor import check, read, sqlite
+from histcore.cli.doctor.command import EXIT_LOCKED
 from histcore.sessions._store_readers import sqlite as store_sqlite
 from tests.cli.test_doctor import (
     call,
@@ -282,6 +283,37 @@ def test_each_session_is_repaired_in_its_own_transaction(
     error = json.loads(out)
     assert error["repaired"] == ["a"]
     assert error["backup"]
+
+
+def test_a_lock_that_stops_a_later_repair_exits_locked_with_what_was_repaired(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = path + ".2"
+    for where in (path, other):
+        make_store(where, {"a": [call("c1"), call("c1")], "b": [call("c2"), call("c2")]})
+    real_stored = sqlite.SQLiteStore._stored
+
+    def stored_then_locked(self: sqlite.SQLiteStore, session_id: str) -> list[tuple[int, Any]]:
+        # b's repair, once a's is committed, waits in vain for a lock.
+        if session_id == "b" and decoded(self.name, "a") == [call("c1")]:
+            raise read.StoreLocked("database is locked (waited 0.0 s)")
+        return real_stored(self, session_id)
+
+    monkeypatch.setattr(sqlite.SQLiteStore, "_stored", stored_then_locked)
+    monkeypatch.setattr(check, "BATCH_SECONDS", 0.0)
+    code, out, err = run_cli(path, "--fix", "--json")
+    assert code == EXIT_LOCKED
+    assert "sessions repaired before the error: 'a'" in err
+    error = json.loads(out)
+    assert error["locked"] is True
+    assert error["repaired"] == ["a"]
+    assert error["backup"]
+    with pytest.raises(read.RepairStopped) as stopped:
+        check.check_store(other, fix=True)
+    assert isinstance(stopped.value, read.StoreLocked), "a lock stays a lock"
+    assert isinstance(stopped.value.error, read.StoreLocked)
+    assert stopped.value.repaired == ["a"]
+    assert stopped.value.backup
 
 
 def test_a_repair_that_does_not_read_back_as_planned_is_rolled_back(

@@ -23,6 +23,7 @@ from histcore.cli.doctor.archive_units import transcript_units
 from histcore.cli.doctor.diagnose import Findings, analyse
 from histcore.cli.doctor.read import (
     DoctorError,
+    RepairStopped,
     RowChanges,
     RowFacts,
     Store,
@@ -364,8 +365,7 @@ def _apply(store: Store, report: StoreReport, planned: Sequence[_Planned]) -> No
                     batch.append(plan)
                     _repair(store, plan)
         except DoctorError as exc:
-            exc.repaired, exc.backup = repaired, report.backup
-            raise
+            raise RepairStopped.after(exc, repaired, report.backup) from exc
         repaired += [plan.entry.session_id for plan in batch if plan.entry.fix == "fixed"]
 
 

@@ -25,6 +25,7 @@ from histcore.cli.doctor.read import (
     MESSAGES_TABLE,
     SESSIONS_TABLE,
     DoctorError,
+    RepairStopped,
     StoreLocked,
     Tables,
 )
@@ -196,6 +197,8 @@ def _failed(
     if args.json:
         stdout.write(json.dumps(_error_json(where, exc, code)) + "\n")
     stderr.write(f"histcore doctor: error: {exc}\n")
+    if not isinstance(exc, RepairStopped):
+        return code
     if exc.repaired:
         stderr.write(
             f"histcore doctor: sessions repaired before the error: "
@@ -224,6 +227,6 @@ def _error_json(where: str | None, exc: DoctorError, code: int) -> dict[str, Any
     error: dict[str, Any] = {"path": where, "error": str(exc), "exit_code": code}
     if isinstance(exc, StoreLocked):
         error["locked"] = True
-    if exc.repaired or exc.backup:
+    if isinstance(exc, RepairStopped) and (exc.repaired or exc.backup):
         error["repaired"], error["backup"] = exc.repaired, exc.backup
     return error

@@ -42,6 +42,7 @@ __all__ = [
     "NOT_ITEM",
     "SESSIONS_TABLE",
     "DoctorError",
+    "RepairStopped",
     "RowChanges",
     "RowFacts",
     "Source",
@@ -62,6 +63,27 @@ __all__ = [
 #: The doctor's name for what its store's reader raises (with StoreLocked, a lock
 #: waited for in vain): the store cannot be checked (missing, not SQLite, ...).
 DoctorError = StoreError
+
+
+class RepairStopped(DoctorError):
+    """A ``--fix`` or ``--restore`` that ``error`` stopped after it began writing: the
+    sessions in ``repaired`` were committed before it (each whole), and ``backup`` holds
+    them as they were. A ``StoreLocked`` too when ``error`` is one (``after``)."""
+
+    def __init__(self, error: DoctorError, repaired: Sequence[str], backup: str | None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.repaired = list(repaired)
+        self.backup = backup
+
+    @staticmethod
+    def after(error: DoctorError, repaired: Sequence[str], backup: str | None) -> RepairStopped:
+        kind = _LockedRepairStopped if isinstance(error, StoreLocked) else RepairStopped
+        return kind(error, repaired, backup)
+
+
+class _LockedRepairStopped(RepairStopped, StoreLocked):
+    pass
 
 
 #: What a row is to the rules, in the order ``diagnose`` sets rows aside.

@@ -20,7 +20,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from histcore.cli.doctor.read import DoctorError, Tables
+from histcore.cli.doctor.read import DoctorError, RepairStopped, Tables
 from histcore.cli.doctor.side import bump_sqlite
 from histcore.cli.doctor.sqlite import SQLiteStore
 from histcore.sessions._sqlite_schema import note_rewrite
@@ -95,8 +95,7 @@ def restore_store(
                         _put_back(conn, store, columns, session_id) for session_id in session_ids
                     ]
             except DoctorError as exc:
-                exc.backup = saved
-                raise
+                raise RepairStopped.after(exc, (), saved) from exc
     finally:
         store.close()
     undo = restore_command(saved, path, tables)

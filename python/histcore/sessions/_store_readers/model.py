@@ -32,14 +32,6 @@ __all__ = [
 class StoreError(Exception):
     """The store cannot be read (missing, not SQLite, not a session store, ...)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        # A writer's progress when it failed (the doctor's repairs), for its message.
-        #: sessions whose repair was committed before the error (each is whole)
-        self.repaired: list[str] = []
-        #: the backup written before the first repair, if one was
-        self.backup: str | None = None
-
 
 class StoreLocked(StoreError):
     """Another process holds a lock the reader waited for in vain."""
