@@ -386,7 +386,10 @@ def sdk_table(sdk: Results) -> list[str]:
         "`install(guard=True)`",
         "first turn of a fresh process",
         "ratio",
-        "peak RSS plain / installed",
+        # Runs before timed turns had peaks of their own gave only the process's.
+        "turn peak RSS plain / installed"
+        if any("process_peak_rss" in turn for turn in turns.values())
+        else "peak RSS plain / installed",
     ]
     skipped = sdk.data.get("stores_skipped")
     notes = []

@@ -107,14 +107,20 @@ def _timed(
             assert turn.plain_rss > 10_000_000
             assert turn.installed_rss is not None
             assert turn.installed_rss > 10_000_000
+            # a timed turn's peak is the process's at most (its untimed turns, imports)
+            assert turn.installed_process_rss is not None
+            assert turn.installed_rss <= turn.installed_process_rss
     data = json.loads(json.dumps(to_json(result)))
     assert [entry["store"] for entry in data["stores"]] == list(stores)
     assert [entry["installed_peak_rss"] for entry in data["stores"]] == [
         turn.installed_rss for turn in result.stores
     ]
+    assert [entry["plain_process_peak_rss"] for entry in data["stores"]] == [
+        turn.plain_process_rss for turn in result.stores
+    ]
     text = render(result)
     assert "per store kind" in text
-    assert "peak RSS plain / installed" in text
+    assert "turn peak RSS plain / installed" in text
     return result, processes
 
 
@@ -255,7 +261,31 @@ def test_a_timing_process_reports_its_own_peak_not_its_parents() -> None:
 
     block = bytearray(200 * 1024 * 1024)
     block[::4096] = b"\1" * len(block[::4096])  # touched: resident
-    child = "from histcore.cli.bench.sdk_stores import peak_rss; print(peak_rss())"
+    child = "from histcore.cli.bench.memory import peak_rss; print(peak_rss())"
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
     assert 0 < int(done.stdout) < 150 * 1024 * 1024
     del block
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's /proc/self/clear_refs")
+def test_a_turns_peak_starts_from_the_rss_before_it() -> None:
+    """After ``reset_peak_rss`` the peak is no longer the earlier high-water mark: what a
+    timed turn reports is its own."""
+    import subprocess
+
+    child = (
+        "from histcore.cli.bench import memory\n"
+        "block = bytearray(200 * 1024 * 1024)\n"
+        "block[::4096] = b'\\1' * len(block[::4096])\n"
+        "del block\n"
+        "before = memory.peak_rss()\n"
+        "reset = memory.reset_peak_rss()\n"
+        "print(before, reset, memory.peak_rss(), memory.process_peak_rss())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    before, reset, after, whole = done.stdout.split()
+    assert int(before) > 200 * 1024 * 1024
+    if reset == "False":
+        pytest.skip("/proc/self/clear_refs is not writable here")
+    assert int(after) < 150 * 1024 * 1024
+    assert int(whole) == int(before), "the process's peak still counts what came before"

@@ -125,8 +125,10 @@ class TurnTiming:
     installed_dedupe: Timing | None = None
     #: In-process turns only: installed, through a new session object (a full read).
     new_session: Timing | None = None
-    #: In-process turns only: each mode's process peak RSS in bytes (``sdk_stores``).
+    #: In-process turns only: each mode's highest timed-turn peak RSS in bytes, and its
+    #: process's (``sdk_stores.TimedMode``).
     peak_rss: dict[str, int | None] | None = None
+    process_peak_rss: dict[str, int | None] | None = None
 
     @property
     def speedup(self) -> float:
@@ -227,6 +229,7 @@ def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: Text
     guard_times: list[float] = []
     installed_dedupes: list[float] = []
     peaks: dict[str, int | None] = {}
+    process_peaks: dict[str, int | None] = {}
     for mode, values in samples.items():
         progress.write(f"  {repeat} {mode} turn(s), a process of their own")
         progress.flush()
@@ -236,8 +239,8 @@ def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: Text
             timed = sdk_stores.time_mode(sdk_stores.KINDS["sqlite"], Place(path=path), mode, repeat)
         finally:
             os.remove(path)
-        peaks[mode] = timed.peak_rss
-        for seconds, guard_seconds, dedupe_seconds in timed.rounds:
+        peaks[mode], process_peaks[mode] = timed.turn_peak_rss, timed.peak_rss
+        for seconds, guard_seconds, dedupe_seconds, _ in timed.rounds:
             values.append(seconds)
             if mode == "guarded":
                 guard_times.append(guard_seconds + dedupe_seconds)
@@ -253,6 +256,7 @@ def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: Text
         installed_dedupe=_median_timing(installed_dedupes),
         new_session=_median_timing(samples["new session"]),
         peak_rss=peaks,
+        process_peak_rss=process_peaks,
     )
 
 
@@ -403,8 +407,8 @@ def _sqlite_turns(
     checked = _check_turn_pair(store, tmp, CHECK_MESSAGE)
     turn = _time_turns(store, size, repeat, tmp, out)
     result.turns.append(turn)
-    peaks = turn.peak_rss or {}
-    references["sqlite"] = (checked, turn.plain, peaks.get("plain"))
+    peaks, process_peaks = turn.peak_rss or {}, turn.process_peak_rss or {}
+    references["sqlite"] = (checked, turn.plain, peaks.get("plain"), process_peaks.get("plain"))
     result.stores.append(
         StoreTurn(
             "sqlite",
@@ -414,6 +418,8 @@ def _sqlite_turns(
             "sqlite",
             plain_rss=peaks.get("plain"),
             installed_rss=peaks.get("installed"),
+            plain_process_rss=process_peaks.get("plain"),
+            installed_process_rss=process_peaks.get("installed"),
         )
     )
     result.first_turns.append(time_first_turns(store, size, repeat, tmp, out))
@@ -480,7 +486,7 @@ def _store_lines(result: SdkBenchResult) -> list[str]:
     lines = [
         "per store kind (the same history, each mode a process of its own on its own copy):",
         f"{'store':<42}  {'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}"
-        f"  {'peak RSS plain / installed':>26}",
+        f"  {'turn peak RSS plain / installed':>31}",
     ]
     for turn in result.stores:
         label = KINDS[turn.store].label
@@ -489,7 +495,7 @@ def _store_lines(result: SdkBenchResult) -> list[str]:
         peaks = f"{_megabytes(turn.plain_rss)} / {_megabytes(turn.installed_rss)}"
         lines.append(
             f"{label:<42}  {size_label(turn.size):>8}  {plain:>10}  "
-            f"{format_seconds(turn.installed.median):>10}  {speedup:>7}  {peaks:>26}"
+            f"{format_seconds(turn.installed.median):>10}  {speedup:>7}  {peaks:>31}"
         )
     for turn in result.stores:
         if turn.plain is not None and turn.plain_store != turn.store:
@@ -498,7 +504,10 @@ def _store_lines(result: SdkBenchResult) -> list[str]:
                 f"{KINDS[turn.plain_store].label})"
             )
             break
-    lines.append("(peak RSS: the process that ran a mode's turns, its untimed turn included)")
+    lines.append(
+        "(turn peak RSS: the highest of a mode's timed turns, each from just before it; "
+        "the JSON also gives each mode's process peak)"
+    )
     lines += [f"skipped {KINDS[name].label}: {why}" for name, why in result.skipped.items()]
     return lines
 
@@ -520,6 +529,8 @@ def _turn_json(turn: TurnTiming) -> dict[str, Any]:
         data["guarded"] = turn.guarded.to_json()
     if turn.peak_rss is not None:
         data["peak_rss"] = dict(turn.peak_rss)
+    if turn.process_peak_rss is not None:
+        data["process_peak_rss"] = dict(turn.process_peak_rss)
     if turn.guard_time is not None and turn.installed_dedupe is not None:
         data["guard_time"] = turn.guard_time.to_json()
         data["installed_dedupe"] = turn.installed_dedupe.to_json()

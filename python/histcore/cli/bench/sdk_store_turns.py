@@ -33,8 +33,9 @@ __all__ = ["CHECK_MESSAGE", "Reference", "StoreTurn", "skipped_kinds", "time_kin
 CHECK_MESSAGE = "Lisbon and Oslo"
 
 
-#: Per kind already timed at a size: its plain check turn, plain timing and plain peak RSS.
-Reference = tuple[Checked, Timing, "int | None"]
+#: Per kind already timed at a size: its plain check turn, plain timing, and the plain
+#: turn's and process's peak RSS.
+Reference = tuple[Checked, Timing, "int | None", "int | None"]
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,12 @@ class StoreTurn:
     installed: Timing
     #: The kind whose plain turn ``plain`` is (its own, or the SDK store it replaces).
     plain_store: str
-    #: Peak RSS in bytes of the process that ran each mode's turns (None: not known).
+    #: The highest peak RSS in bytes of each mode's timed turns (``TimedMode``; None:
+    #: not known), and of the process that ran them, its untimed turns included.
     plain_rss: int | None = None
     installed_rss: int | None = None
+    plain_process_rss: int | None = None
+    installed_process_rss: int | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -66,6 +70,8 @@ class StoreTurn:
             "speedup": self.speedup,
             "plain_peak_rss": self.plain_rss,
             "installed_peak_rss": self.installed_rss,
+            "plain_process_peak_rss": self.plain_process_rss,
+            "installed_process_peak_rss": self.installed_process_rss,
         }
 
 
@@ -174,24 +180,26 @@ def time_kind(
             # Another store with the same history: the same answer, input and items.
             _compare(kind, references[against][0], installed_check, f"on {KINDS[against].label}")
         timings: dict[str, Timing] = {}
-        peaks: dict[str, int | None] = {}
+        peaks: dict[str, tuple[int | None, int | None]] = {}
         for mode, place in places.items():
             progress.write(f"  {kind.label}: {repeat} {mode} turn(s), a process of their own")
             progress.flush()
             timed = sdk_stores.time_mode(kind, place, mode, repeat)
-            timings[mode] = median_timing([seconds for seconds, _, _ in timed.rounds])
-            peaks[mode] = timed.peak_rss
+            timings[mode] = median_timing([seconds for seconds, *_ in timed.rounds])
+            peaks[mode] = (timed.turn_peak_rss, timed.peak_rss)
             progress.write(f" {format_seconds(timings[mode].median)}\n")
     finally:
         accelerator.uninstall()
         _cleanup(places)
     plain = timings.get("plain")
-    plain_rss = peaks.get("plain")
+    plain_rss, plain_process_rss = peaks.get("plain", (None, None))
     if plain is not None:
-        references[kind.name] = (plain_check, plain, plain_rss)
+        references[kind.name] = (plain_check, plain, plain_rss, plain_process_rss)
         plain_store = kind.name
     else:
-        plain, plain_rss = references[against][1:] if against in references else (None, None)
+        plain, plain_rss, plain_process_rss = (
+            references[against][1:] if against in references else (None, None, None)
+        )
         plain_store = against if plain is not None else kind.name
     turn = StoreTurn(
         kind.name,
@@ -200,7 +208,9 @@ def time_kind(
         timings["installed"],
         plain_store,
         plain_rss=plain_rss,
-        installed_rss=peaks["installed"],
+        installed_rss=peaks["installed"][0],
+        plain_process_rss=plain_process_rss,
+        installed_process_rss=peaks["installed"][1],
     )
     progress.write(
         f"  {kind.label} at {size_label(size)} items: "

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from histcore.cli.bench import memory
+
 __all__ = [
     "KINDS",
     "SESSION_ID",
@@ -37,7 +39,6 @@ __all__ = [
     "fill",
     "missing",
     "open_session",
-    "peak_rss",
     "read_items",
     "time_mode",
 ]
@@ -222,12 +223,15 @@ def read_items(kind: StoreKind, place: Place) -> list[Any]:
 
 # --- timing, in a process of its own ------------------------------------------------
 
-RoundResult = tuple[float, float, float]
+#: a turn's seconds, the guard's seconds within it, its model-input dedupes' seconds,
+#: and its peak RSS in bytes (None: the platform cannot reset the peak for one turn)
+RoundResult = tuple[float, float, float, int | None]
 
 
 async def _round(kind: StoreKind, place: Place, mode: str, round_: int) -> RoundResult:
-    """One timed turn in ``mode``: its seconds, the guard's own seconds within it and the
-    seconds of its model-input dedupes (as ``sdk_conversation`` reports them)."""
+    """One timed turn in ``mode``: its seconds, the guard's own seconds within it, the
+    seconds of its model-input dedupes (as ``sdk_conversation`` reports them) and its
+    peak RSS."""
     from contextlib import nullcontext
 
     from histcore import openai_agents as accelerator
@@ -248,6 +252,7 @@ async def _round(kind: StoreKind, place: Place, mode: str, round_: int) -> Round
         spent = [0.0]
         timing = bench.timed_dedupes(spent) if mode == "installed" else nullcontext()
         message = f"Paris and Rome, round {round_}"
+        reset = memory.reset_peak_rss()
         with bench.quiet_guard(), timing:
             start = time.perf_counter()
             if fresh:
@@ -259,9 +264,10 @@ async def _round(kind: StoreKind, place: Place, mode: str, round_: int) -> Round
             else:
                 await bench.session_turn(session, message, model)
             elapsed = time.perf_counter() - start
+        peak = memory.peak_rss() if reset else None
         if guard is None:
-            return elapsed, 0.0, spent[0]
-        return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping
+            return elapsed, 0.0, spent[0], peak
+        return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping, peak
     finally:
         if session is not None:
             await close_session(session)
@@ -296,36 +302,13 @@ def _rounds(kind: StoreKind, place: Place, mode: str, repeat: int) -> list[Round
 
 _CHILD = """
 import json, sys
-from histcore.cli.bench import sdk_stores
+from histcore.cli.bench import memory, sdk_stores
 kind, place, mode, repeat = json.loads(sys.argv[1])
 rounds = sdk_stores._rounds(
     sdk_stores.KINDS[kind], sdk_stores.Place(**place), mode, repeat
 )
-print(json.dumps([rounds, sdk_stores.peak_rss()]))
+print(json.dumps([rounds, memory.process_peak_rss()]))
 """
-
-
-def peak_rss() -> int | None:
-    """This process's peak resident set size in bytes so far, or None where the platform
-    does not say.
-
-    Linux: ``VmHWM``, the high-water mark of this program's own memory. Not
-    ``ru_maxrss``: Linux carries it over from the parent through fork and exec, so a
-    child of a large bench process would report the parent's peak."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        import resource
-    except ImportError:
-        return None
-    # macOS reports bytes, other systems KiB.
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 
 
 @dataclass(frozen=True)
@@ -335,6 +318,15 @@ class TimedMode:
 
     rounds: list[RoundResult]
     peak_rss: int | None
+
+    @property
+    def turn_peak_rss(self) -> int | None:
+        """The highest peak RSS of a timed turn, or the process's where a turn's peak
+        cannot be measured alone (``memory.reset_peak_rss``)."""
+        peaks = [round_[3] for round_ in self.rounds]
+        if not peaks or any(peak is None for peak in peaks):
+            return self.peak_rss
+        return max(peak for peak in peaks if peak is not None)
 
 
 class ChildFailed(Exception):
@@ -356,5 +348,6 @@ def time_mode(
         raise ChildFailed(f"the {mode} turns on {kind.label} failed:\n{done.stderr}")
     rounds, peak = json.loads(done.stdout.strip().splitlines()[-1])
     return TimedMode(
-        [(float(a), float(b), float(c)) for a, b, c in rounds], None if peak is None else int(peak)
+        [(float(a), float(b), float(c), None if d is None else int(d)) for a, b, c, d in rounds],
+        None if peak is None else int(peak),
     )
