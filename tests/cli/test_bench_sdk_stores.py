@@ -289,3 +289,41 @@ def test_a_turns_peak_starts_from_the_rss_before_it() -> None:
         pytest.skip("/proc/self/clear_refs is not writable here")
     assert int(after) < 150 * 1024 * 1024
     assert int(whole) == int(before), "the process's peak still counts what came before"
+
+
+@pytest.mark.parametrize(("mode", "opened"), [("plain", 1), ("installed", 1), ("new session", 4)])
+def test_the_rounds_keep_one_session_object_as_a_conversation_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, opened: int
+) -> None:
+    """One session object for the untimed turn and every round (``new session``: one
+    more per timed turn); under ``install()`` the rounds then read only the rows added
+    since the object's last read, never the whole history again."""
+    from histcore.openai_agents import installation
+    from histcore.testing_histories import generate_history
+
+    kind, place = KINDS["sqlite"], sdk_stores.Place(path=str(tmp_path / "store.db"))
+    sdk_stores.fill(kind, place, generate_history(SIZE, 0, refresh_reasoning=False))
+    sessions: list[Any] = []
+    real_open = sdk_stores.open_session
+
+    def counting(kind: Any, place: Any) -> Any:
+        sessions.append(real_open(kind, place))
+        return sessions[-1]
+
+    monkeypatch.setattr(sdk_stores, "open_session", counting)
+    full_reads: list[int] = []
+    from histcore.openai_agents import _session_read
+
+    class CountedHistory(_session_read._History):  # made by a whole read alone
+        def __init__(self, *args: Any) -> None:
+            full_reads.append(args[2])
+            super().__init__(*args)
+
+    monkeypatch.setattr(_session_read, "_History", CountedHistory)
+    rounds = sdk_stores._rounds(kind, place, mode, 3)
+    assert len(rounds) == 3
+    assert all(seconds > 0 for seconds, *_ in rounds)
+    assert len(sessions) == opened
+    assert installation() is None, "the rounds leave nothing installed"
+    if mode == "installed":
+        assert full_reads == [SIZE], "only the untimed turn reads the whole history"

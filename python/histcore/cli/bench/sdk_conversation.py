@@ -220,9 +220,8 @@ def _median_timing(values: list[float]) -> Timing:
 
 def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: TextIO) -> TurnTiming:
     """Each mode's ``repeat`` rounds in a process of its own, on its own copy of
-    ``store`` (``sdk_stores``: a round opens the session, runs an untimed turn when
-    installed, then the timed one). The SDK keeps nothing between reads: its turn is the
-    same either way."""
+    ``store`` (``sdk_stores``: one session object, an untimed turn on it, then the
+    timed ones). The SDK keeps nothing between reads: its turn is the same either way."""
     from histcore.cli.bench import sdk_stores
 
     samples: dict[str, list[float]] = {mode: [] for mode in MODES}

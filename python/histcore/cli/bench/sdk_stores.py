@@ -7,9 +7,9 @@ A kind whose packages or server are missing is skipped with a one-line reason.
 
 Rules: each mode (plain SDK, ``install()``, ...) runs in a Python process of its own on
 its own copy of the store (a copied file; for PostgreSQL a schema of its own, filled
-again), and gives the median of its rounds; each round opens the session, runs an
-untimed turn when installed (so the timed turn reads what is new, as every turn after
-a conversation's first), then the timed turn. histcore's ``PostgresSession`` has no
+again), and gives the median of its rounds; the process keeps one session object, as
+a conversation does, and runs an untimed turn on it before the timed ones (installed,
+each timed turn then reads what is new). histcore's ``PostgresSession`` has no
 plain mode: its row compares with the SDK's ``SQLAlchemySession`` on the same server.
 """
 
@@ -228,76 +228,71 @@ def read_items(kind: StoreKind, place: Place) -> list[Any]:
 RoundResult = tuple[float, float, float, int | None]
 
 
-async def _round(kind: StoreKind, place: Place, mode: str, round_: int) -> RoundResult:
-    """One timed turn in ``mode``: its seconds, the guard's own seconds within it, the
-    seconds of its model-input dedupes (as ``sdk_conversation`` reports them) and its
-    peak RSS."""
+async def _round(
+    kind: StoreKind, place: Place, session: Any, installation: Any, mode: str, round_: int
+) -> RoundResult:
+    """One timed turn in ``mode`` on ``session`` (None: a new session object opened in
+    the turn): its seconds, the guard's own seconds within it, the seconds of its
+    model-input dedupes (as ``sdk_conversation`` reports them) and its peak RSS."""
     from contextlib import nullcontext
 
+    from histcore.cli.bench import sdk_turn as bench
+
+    model = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
+    gc.collect()  # every sample starts from the same collector state
+    guard = installation.guard if installation is not None else None
+    own, deduping = (guard.seconds, guard.dedupe_seconds) if guard is not None else (0, 0)
+    spent = [0.0]
+    timing = bench.timed_dedupes(spent) if mode == "installed" else nullcontext()
+    message = f"Paris and Rome, round {round_}"
+    reset = memory.reset_peak_rss()
+    with bench.quiet_guard(), timing:
+        start = time.perf_counter()
+        if session is None:
+            opened = open_session(kind, place)
+            try:
+                await bench.session_turn(opened, message, model)
+            finally:
+                await close_session(opened)
+        else:
+            await bench.session_turn(session, message, model)
+        elapsed = time.perf_counter() - start
+    peak = memory.peak_rss() if reset else None
+    if guard is None:
+        return elapsed, 0.0, spent[0], peak
+    return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping, peak
+
+
+async def _conversation(kind: StoreKind, place: Place, mode: str, repeat: int) -> list[RoundResult]:
+    """An untimed turn in ``mode``, then ``repeat`` timed ones, all on one session
+    object as a conversation keeps it (``new session``: each timed turn opens its own).
+    The untimed turn puts first calls, imports and the SDK's trace provider behind the
+    rounds, and under ``install()`` the full read: each timed turn reads what is new."""
     from histcore import openai_agents as accelerator
     from histcore.cli.bench import sdk_turn as bench
 
     accelerator.uninstall()
     installation = None if mode == "plain" else accelerator.install(guard=mode == "guarded")
-    fresh = mode == "new session"
-    session = None if fresh else open_session(kind, place)
+    session: Any = open_session(kind, place)
     try:
-        if mode in ("installed", "guarded"):
-            warm = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}-warm{round_}_")
-            await bench.session_turn(session, "Lima", warm)
-        model = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}{round_}_")
-        gc.collect()  # every sample starts from the same collector state
-        guard = installation.guard if installation is not None else None
-        own, deduping = (guard.seconds, guard.dedupe_seconds) if guard is not None else (0, 0)
-        spent = [0.0]
-        timing = bench.timed_dedupes(spent) if mode == "installed" else nullcontext()
-        message = f"Paris and Rome, round {round_}"
-        reset = memory.reset_peak_rss()
-        with bench.quiet_guard(), timing:
-            start = time.perf_counter()
-            if fresh:
-                opened = open_session(kind, place)
-                try:
-                    await bench.session_turn(opened, message, model)
-                finally:
-                    await close_session(opened)
-            else:
-                await bench.session_turn(session, message, model)
-            elapsed = time.perf_counter() - start
-        peak = memory.peak_rss() if reset else None
-        if guard is None:
-            return elapsed, 0.0, spent[0], peak
-        return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping, peak
+        model = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}-warm_")
+        with bench.quiet_guard():
+            await bench.session_turn(session, "Quito", model)
+        if mode == "new session":
+            opened, session = session, None
+            await close_session(opened)
+        return [
+            await _round(kind, place, session, installation, mode, round_)
+            for round_ in range(repeat)
+        ]
     finally:
         if session is not None:
             await close_session(session)
-
-
-async def _warm_up(kind: StoreKind, place: Place, mode: str) -> None:
-    """An untimed turn in ``mode``: the rounds then time a process that has run turns
-    before (first calls, imports, the SDK's trace provider are behind it)."""
-    from histcore import openai_agents as accelerator
-    from histcore.cli.bench import sdk_turn as bench
-
-    accelerator.uninstall()
-    if mode != "plain":
-        accelerator.install(guard=mode == "guarded")
-    session = open_session(kind, place)
-    try:
-        model = bench.SDKScriptedModel(record=False, id_prefix=f"{mode}-process-warm_")
-        with bench.quiet_guard():
-            await bench.session_turn(session, "Quito", model)
-    finally:
-        await close_session(session)
         accelerator.uninstall()
 
 
 def _rounds(kind: StoreKind, place: Place, mode: str, repeat: int) -> list[RoundResult]:
-    async def all_rounds() -> list[RoundResult]:
-        await _warm_up(kind, place, mode)
-        return [await _round(kind, place, mode, round_) for round_ in range(repeat)]
-
-    return asyncio.run(all_rounds())
+    return asyncio.run(_conversation(kind, place, mode, repeat))
 
 
 _CHILD = """
