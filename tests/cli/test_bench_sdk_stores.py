@@ -298,7 +298,7 @@ def test_the_rounds_keep_one_session_object_as_a_conversation_does(
     """One session object for the untimed turn and every round (``new session``: one
     more per timed turn); under ``install()`` the rounds then read only the rows added
     since the object's last read, never the whole history again."""
-    from histcore.openai_agents import installation
+    from histcore.openai_agents import _session_read, installation
     from histcore.testing_histories import generate_history
 
     kind, place = KINDS["sqlite"], sdk_stores.Place(path=str(tmp_path / "store.db"))
@@ -312,7 +312,6 @@ def test_the_rounds_keep_one_session_object_as_a_conversation_does(
 
     monkeypatch.setattr(sdk_stores, "open_session", counting)
     full_reads: list[int] = []
-    from histcore.openai_agents import _session_read
 
     class CountedHistory(_session_read._History):  # made by a whole read alone
         def __init__(self, *args: Any) -> None:

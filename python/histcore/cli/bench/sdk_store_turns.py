@@ -124,11 +124,8 @@ def check_turn(kind: StoreKind, place: Place, installed: bool) -> Checked:
     accelerator.uninstall()
 
     async def turn() -> str:
-        session = sdk_stores.open_session(kind, place)
-        try:
+        async with sdk_stores.session_at(kind, place) as session:
             return await session_turn(session, CHECK_MESSAGE, model)
-        finally:
-            await sdk_stores.close_session(session)
 
     with accelerator.installed() if installed else nullcontext():
         answer = asyncio.run(turn())

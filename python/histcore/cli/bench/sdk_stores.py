@@ -22,11 +22,15 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from histcore.cli.bench import memory
+
+if TYPE_CHECKING:
+    from histcore.openai_agents import Installation
 
 __all__ = [
     "KINDS",
@@ -40,6 +44,7 @@ __all__ = [
     "missing",
     "open_session",
     "read_items",
+    "session_at",
     "time_mode",
 ]
 
@@ -195,15 +200,22 @@ async def close_session(session: Any) -> None:
         await close_pools()
 
 
+@asynccontextmanager
+async def session_at(kind: StoreKind, place: Place) -> AsyncIterator[Any]:
+    """A session of ``kind`` at ``place``, closed (``close_session``) on leaving."""
+    session = open_session(kind, place)
+    try:
+        yield session
+    finally:
+        await close_session(session)
+
+
 def fill(kind: StoreKind, place: Place, history: list[Any]) -> None:
     """Write ``history`` to a new store of ``kind`` at ``place`` with its own writer."""
 
     async def write() -> None:
-        session = open_session(kind, place)
-        try:
+        async with session_at(kind, place) as session:
             await session.add_items(history)
-        finally:
-            await close_session(session)
 
     asyncio.run(write())
 
@@ -212,11 +224,8 @@ def read_items(kind: StoreKind, place: Place) -> list[Any]:
     """What a new session object of ``kind`` reads at ``place``."""
 
     async def read() -> list[Any]:
-        session = open_session(kind, place)
-        try:
+        async with session_at(kind, place) as session:
             return list(await session.get_items())
-        finally:
-            await close_session(session)
 
     return asyncio.run(read())
 
@@ -229,7 +238,12 @@ RoundResult = tuple[float, float, float, int | None]
 
 
 async def _round(
-    kind: StoreKind, place: Place, session: Any, installation: Any, mode: str, round_: int
+    kind: StoreKind,
+    place: Place,
+    session: Any,
+    installation: Installation | None,
+    mode: str,
+    round_: int,
 ) -> RoundResult:
     """One timed turn in ``mode`` on ``session`` (None: a new session object opened in
     the turn): its seconds, the guard's own seconds within it, the seconds of its
@@ -249,11 +263,8 @@ async def _round(
     with bench.quiet_guard(), timing:
         start = time.perf_counter()
         if session is None:
-            opened = open_session(kind, place)
-            try:
+            async with session_at(kind, place) as opened:
                 await bench.session_turn(opened, message, model)
-            finally:
-                await close_session(opened)
         else:
             await bench.session_turn(session, message, model)
         elapsed = time.perf_counter() - start
