@@ -86,13 +86,13 @@ def _timed(
 ) -> tuple[Any, list[str]]:
     """The bench's result on ``stores``, and the processes it timed, as kind:mode."""
     processes: list[str] = []
-    real = sdk_stores.time_mode
+    real = sdk_stores.time_modes
 
-    def counted(kind: Any, place: Any, mode: str, repeat: int) -> Any:
-        processes.append(f"{kind.name}:{mode}")
-        return real(kind, place, mode, repeat)
+    def counted(kind: Any, places: dict[str, Any], repeat: int) -> Any:
+        processes.extend(f"{kind.name}:{mode}" for mode in places)
+        return real(kind, places, repeat)
 
-    monkeypatch.setattr(sdk_stores, "time_mode", counted)
+    monkeypatch.setattr(sdk_stores, "time_modes", counted)
     result = run_benchmark((SIZE,), 1, io.StringIO(), stores=stores, scratch_dsn=dsn)
     assert result.skipped == {}
     assert [turn.store for turn in result.stores] == list(stores)
@@ -326,3 +326,55 @@ def test_the_rounds_keep_one_session_object_as_a_conversation_does(
     assert installation() is None, "the rounds leave nothing installed"
     if mode == "installed":
         assert full_reads == [SIZE], "only the untimed turn reads the whole history"
+
+
+def test_the_modes_rounds_take_turns_each_mode_in_its_own_process(tmp_path: Path) -> None:
+    """Round 1 in the order given, round 2 the other way around, and so on, each mode
+    in a process of its own (the rounds ordered by when each started, on the machine's
+    monotonic clock, which all processes share)."""
+    from histcore.testing_histories import generate_history
+
+    kind = KINDS["sqlite"]
+    places = {}
+    for mode in ("plain", "installed"):
+        places[mode] = sdk_stores.Place(path=str(tmp_path / f"{mode}.db"))
+        sdk_stores.fill(kind, places[mode], generate_history(SIZE, 0, refresh_reasoning=False))
+    timed = sdk_stores.time_modes(kind, places, 3)
+    assert set(timed) == {"plain", "installed"}
+    started = sorted(
+        (round_.started, mode) for mode, modes in timed.items() for round_ in modes.rounds
+    )
+    assert [mode for _, mode in started] == [
+        "plain",
+        "installed",
+        "installed",
+        "plain",
+        "plain",
+        "installed",
+    ]
+    for modes in timed.values():
+        assert len(modes.rounds) == 3
+        assert all(round_.seconds > 0 for round_ in modes.rounds)
+        if sys.platform.startswith("linux"):
+            assert modes.peak_rss is not None
+            assert modes.peak_rss > 10_000_000
+    # each store holds its process's untimed turn and its three timed ones
+    for place in places.values():
+        said = [
+            item["content"]
+            for item in sdk_stores.read_items(kind, place)
+            if item.get("role") == "user" and isinstance(item.get("content"), str)
+        ]
+        assert said[-4:] == ["Quito", *(f"Paris and Rome, round {n}" for n in range(3))]
+
+
+def test_a_timing_process_that_fails_names_the_mode_and_its_error(tmp_path: Path) -> None:
+    kind = KINDS["sqlite"]
+    places = {
+        "plain": sdk_stores.Place(path=str(tmp_path / "missing-folder" / "store.db")),
+    }
+    with pytest.raises(
+        sdk_stores.ChildFailed, match="the plain turns on SQLiteSession failed"
+    ) as failed:
+        sdk_stores.time_modes(kind, places, 2)
+    assert "unable to open database file" in str(failed.value), "the process's own error"

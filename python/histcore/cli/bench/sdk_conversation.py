@@ -3,10 +3,10 @@
 For each session size (default 10^4 and 10^5 items) it times one turn of the SDK's own
 ``Runner`` (a scripted model that calls a function tool, then answers; a file
 ``SQLiteSession``; a ``session_input_callback``) plain, under ``install()`` and under
-``install(guard=True)``, each mode in a process of its own on its own copy of the store,
-and the same turn as the first of a fresh Python process (imports and ``install()``
-before the clock starts); then plain and installed on the other store kinds
-(``sdk_stores``, ``sdk_store_turns``).
+``install(guard=True)``, each mode in a process of its own on its own copy of the store
+(the modes' rounds in turn), and the same turn as the first of a fresh Python process
+(imports and ``install()`` before the clock starts); then plain and installed on the
+other store kinds (``sdk_stores``, ``sdk_store_turns``).
 
 Rule: correctness first. A plain and an installed turn, each on its own copy of the
 store, must leave identical sessions, send identical model inputs and give the same
@@ -220,32 +220,32 @@ def _median_timing(values: list[float]) -> Timing:
 
 def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: TextIO) -> TurnTiming:
     """Each mode's ``repeat`` rounds in a process of its own, on its own copy of
-    ``store`` (``sdk_stores``: one session object, an untimed turn on it, then the
-    timed ones). The SDK keeps nothing between reads: its turn is the same either way."""
+    ``store``, the modes' rounds in turn (``sdk_stores.time_modes``: one session object,
+    an untimed turn on it, then the timed ones)."""
     from histcore.cli.bench import sdk_stores
 
-    samples: dict[str, list[float]] = {mode: [] for mode in MODES}
-    guard_times: list[float] = []
-    installed_dedupes: list[float] = []
-    peaks: dict[str, int | None] = {}
-    process_peaks: dict[str, int | None] = {}
-    for mode, values in samples.items():
-        progress.write(f"  {repeat} {mode} turn(s), a process of their own")
-        progress.flush()
+    progress.write(f"  {', '.join(MODES)}: a process each, their {repeat} round(s) in turn\n")
+    progress.flush()
+    places = {}
+    for mode in MODES:
         path = os.path.join(workdir, f"timed-{mode.replace(' ', '-')}.db")
         shutil.copyfile(store, path)
-        try:
-            timed = sdk_stores.time_mode(sdk_stores.KINDS["sqlite"], Place(path=path), mode, repeat)
-        finally:
-            os.remove(path)
-        peaks[mode], process_peaks[mode] = timed.turn_peak_rss, timed.peak_rss
-        for seconds, guard_seconds, dedupe_seconds, _ in timed.rounds:
-            values.append(seconds)
-            if mode == "guarded":
-                guard_times.append(guard_seconds + dedupe_seconds)
-            elif mode == "installed":
-                installed_dedupes.append(dedupe_seconds)
-        progress.write(f" {format_seconds(statistics.median(values))}\n")
+        places[mode] = Place(path=path)
+    try:
+        timed = sdk_stores.time_modes(sdk_stores.KINDS["sqlite"], places, repeat)
+    finally:
+        for place in places.values():
+            assert place.path is not None
+            os.remove(place.path)
+    samples = {mode: [round_.seconds for round_ in timed[mode].rounds] for mode in MODES}
+    for mode in MODES:
+        progress.write(f"  {mode}: {format_seconds(statistics.median(samples[mode]))}\n")
+    guard_times = [
+        round_.guard_seconds + round_.dedupe_seconds for round_ in timed["guarded"].rounds
+    ]
+    installed_dedupes = [round_.dedupe_seconds for round_ in timed["installed"].rounds]
+    peaks = {mode: timed[mode].turn_peak_rss for mode in MODES}
+    process_peaks = {mode: timed[mode].peak_rss for mode in MODES}
     return TurnTiming(
         size,
         _median_timing(samples["plain"]),
@@ -470,7 +470,7 @@ def render(result: SdkBenchResult) -> str:
         "add); 'cost' is that over the installed turn (median).",
         "",
     ]
-    title = "in one process (the process has run turns before; each mode a process of its own):"
+    title = "in one process (it has run turns before; a process per mode, the rounds in turn):"
     lines += _turn_lines(title, result.turns)
     if result.first_turns:
         title = "the first turn of a fresh process (imports and install() before the clock):"
@@ -483,7 +483,7 @@ def render(result: SdkBenchResult) -> str:
 def _store_lines(result: SdkBenchResult) -> list[str]:
     """The same turn per store kind, plain SDK against install()."""
     lines = [
-        "per store kind (the same history, each mode a process of its own on its own copy):",
+        "per store kind (the same history; a process and a copy per mode, the rounds in turn):",
         f"{'store':<42}  {'session':>8}  {'plain SDK':>10}  {'installed':>10}  {'speedup':>7}"
         f"  {'turn peak RSS plain / installed':>31}",
     ]

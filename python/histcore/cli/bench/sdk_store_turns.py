@@ -5,7 +5,8 @@ For each kind of ``sdk_stores`` other than the SDK's ``SQLiteSession`` (which
 and an installed turn on them that must send the same model input, give the same output
 and leave the same items (read back by the kind's own session; histcore's
 ``PostgresSession`` against the plain ``SQLAlchemySession`` turn, or the plain SQLite one),
-then each mode's rounds in a process of its own. A mismatch raises ``CorrectnessError``.
+then each mode's rounds in a process of its own, the modes' rounds in turn. A mismatch
+raises ``CorrectnessError``.
 """
 
 from __future__ import annotations
@@ -176,15 +177,15 @@ def time_kind(
         elif against in references:
             # Another store with the same history: the same answer, input and items.
             _compare(kind, references[against][0], installed_check, f"on {KINDS[against].label}")
+        progress.write(f"  {kind.label}: {', '.join(modes)}: a process each, rounds in turn\n")
+        progress.flush()
+        timed = sdk_stores.time_modes(kind, places, repeat)
         timings: dict[str, Timing] = {}
         peaks: dict[str, tuple[int | None, int | None]] = {}
-        for mode, place in places.items():
-            progress.write(f"  {kind.label}: {repeat} {mode} turn(s), a process of their own")
-            progress.flush()
-            timed = sdk_stores.time_mode(kind, place, mode, repeat)
-            timings[mode] = median_timing([seconds for seconds, *_ in timed.rounds])
-            peaks[mode] = (timed.turn_peak_rss, timed.peak_rss)
-            progress.write(f" {format_seconds(timings[mode].median)}\n")
+        for mode, rounds in timed.items():
+            timings[mode] = median_timing([round_.seconds for round_ in rounds.rounds])
+            peaks[mode] = (rounds.turn_peak_rss, rounds.peak_rss)
+            progress.write(f"  {kind.label}, {mode}: {format_seconds(timings[mode].median)}\n")
     finally:
         accelerator.uninstall()
         _cleanup(places)

@@ -9,7 +9,8 @@ Rules: each mode (plain SDK, ``install()``, ...) runs in a Python process of its
 its own copy of the store (a copied file; for PostgreSQL a schema of its own, filled
 again), and gives the median of its rounds; the process keeps one session object, as
 a conversation does, and runs an untimed turn on it before the timed ones (installed,
-each timed turn then reads what is new). histcore's ``PostgresSession`` has no
+each timed turn then reads what is new). The modes' timed rounds take turns, so that a
+drift in the machine's speed weighs on each alike. histcore's ``PostgresSession`` has no
 plain mode: its row compares with the SDK's ``SQLAlchemySession`` on the same server.
 """
 
@@ -21,11 +22,12 @@ import importlib
 import json
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from histcore.cli.bench import memory
 
@@ -37,6 +39,7 @@ __all__ = [
     "SESSION_ID",
     "Checked",
     "Place",
+    "Round",
     "StoreKind",
     "TimedMode",
     "close_session",
@@ -45,7 +48,7 @@ __all__ = [
     "open_session",
     "read_items",
     "session_at",
-    "time_mode",
+    "time_modes",
 ]
 
 SESSION_ID = "bench"
@@ -230,11 +233,20 @@ def read_items(kind: StoreKind, place: Place) -> list[Any]:
     return asyncio.run(read())
 
 
-# --- timing, in a process of its own ------------------------------------------------
+# --- timing: each mode a process of its own, the modes' rounds in turn -------------
 
-#: a turn's seconds, the guard's seconds within it, its model-input dedupes' seconds,
-#: and its peak RSS in bytes (None: the platform cannot reset the peak for one turn)
-RoundResult = tuple[float, float, float, int | None]
+
+class Round(NamedTuple):
+    """One timed turn: its seconds, the guard's seconds within it, its model-input
+    dedupes' seconds, its peak RSS in bytes (None: the platform cannot reset the peak
+    for one turn), and when it started (``time.monotonic``, one clock for every
+    process of the machine)."""
+
+    seconds: float
+    guard_seconds: float
+    dedupe_seconds: float
+    peak_rss: int | None
+    started: float
 
 
 async def _round(
@@ -244,10 +256,9 @@ async def _round(
     installation: Installation | None,
     mode: str,
     round_: int,
-) -> RoundResult:
+) -> Round:
     """One timed turn in ``mode`` on ``session`` (None: a new session object opened in
-    the turn): its seconds, the guard's own seconds within it, the seconds of its
-    model-input dedupes (as ``sdk_conversation`` reports them) and its peak RSS."""
+    the turn)."""
     from contextlib import nullcontext
 
     from histcore.cli.bench import sdk_turn as bench
@@ -261,6 +272,7 @@ async def _round(
     message = f"Paris and Rome, round {round_}"
     reset = memory.reset_peak_rss()
     with bench.quiet_guard(), timing:
+        started = time.monotonic()
         start = time.perf_counter()
         if session is None:
             async with session_at(kind, place) as opened:
@@ -270,15 +282,22 @@ async def _round(
         elapsed = time.perf_counter() - start
     peak = memory.peak_rss() if reset else None
     if guard is None:
-        return elapsed, 0.0, spent[0], peak
-    return elapsed, guard.seconds - own, guard.dedupe_seconds - deduping, peak
+        return Round(elapsed, 0.0, spent[0], peak, started)
+    return Round(elapsed, guard.seconds - own, guard.dedupe_seconds - deduping, peak, started)
 
 
-async def _conversation(kind: StoreKind, place: Place, mode: str, repeat: int) -> list[RoundResult]:
-    """An untimed turn in ``mode``, then ``repeat`` timed ones, all on one session
-    object as a conversation keeps it (``new session``: each timed turn opens its own).
-    The untimed turn puts first calls, imports and the SDK's trace provider behind the
-    rounds, and under ``install()`` the full read: each timed turn reads what is new."""
+async def _conversation(
+    kind: StoreKind,
+    place: Place,
+    mode: str,
+    next_round: Callable[[], Awaitable[bool]],
+    report: Callable[[Round], None],
+) -> None:
+    """An untimed turn in ``mode``, then a timed one each time ``next_round`` says so,
+    all on one session object as a conversation keeps it (``new session``: each timed
+    turn opens its own). The untimed turn puts first calls, imports and the SDK's trace
+    provider behind the rounds, and under ``install()`` the full read: each timed turn
+    reads what is new."""
     from histcore import openai_agents as accelerator
     from histcore.cli.bench import sdk_turn as bench
 
@@ -292,28 +311,53 @@ async def _conversation(kind: StoreKind, place: Place, mode: str, repeat: int) -
         if mode == "new session":
             opened, session = session, None
             await close_session(opened)
-        return [
-            await _round(kind, place, session, installation, mode, round_)
-            for round_ in range(repeat)
-        ]
+        round_ = 0
+        while await next_round():
+            report(await _round(kind, place, session, installation, mode, round_))
+            round_ += 1
     finally:
         if session is not None:
             await close_session(session)
         accelerator.uninstall()
 
 
-def _rounds(kind: StoreKind, place: Place, mode: str, repeat: int) -> list[RoundResult]:
-    return asyncio.run(_conversation(kind, place, mode, repeat))
+def _rounds(kind: StoreKind, place: Place, mode: str, repeat: int) -> list[Round]:
+    """``repeat`` rounds of ``mode`` in this process, one after another."""
+    rounds: list[Round] = []
+
+    async def more() -> bool:
+        return len(rounds) < repeat
+
+    asyncio.run(_conversation(kind, place, mode, more, rounds.append))
+    return rounds
+
+
+#: What starts a line of the timing processes' own (the SDK may print lines too).
+_MARK = "histcore-bench "
+
+
+def _serve(kind: str, place: dict[str, Any], mode: str) -> None:
+    """A timing process: the untimed turn, then ``ready``; a timed round for each
+    ``round`` line on stdin, answered by its ``Round``; at ``done`` (or the end of
+    stdin), the process's peak RSS."""
+
+    def say(value: Any) -> None:
+        sys.stdout.write(_MARK + json.dumps(value) + "\n")
+        sys.stdout.flush()
+
+    async def next_round() -> bool:
+        say("ready")
+        line: str = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        return line.strip() == "round"
+
+    asyncio.run(_conversation(KINDS[kind], Place(**place), mode, next_round, say))
+    say(memory.process_peak_rss())
 
 
 _CHILD = """
 import json, sys
-from histcore.cli.bench import memory, sdk_stores
-kind, place, mode, repeat = json.loads(sys.argv[1])
-rounds = sdk_stores._rounds(
-    sdk_stores.KINDS[kind], sdk_stores.Place(**place), mode, repeat
-)
-print(json.dumps([rounds, memory.process_peak_rss()]))
+from histcore.cli.bench import sdk_stores
+sdk_stores._serve(*json.loads(sys.argv[1]))
 """
 
 
@@ -322,14 +366,14 @@ class TimedMode:
     """A mode's rounds in their own process, and that process's peak RSS (bytes), which
     covers its warm-up turn and every round."""
 
-    rounds: list[RoundResult]
+    rounds: list[Round]
     peak_rss: int | None
 
     @property
     def turn_peak_rss(self) -> int | None:
         """The highest peak RSS of a timed turn, or the process's where a turn's peak
         cannot be measured alone (``memory.reset_peak_rss``)."""
-        peaks = [round_[3] for round_ in self.rounds]
+        peaks = [round_.peak_rss for round_ in self.rounds]
         if not peaks or any(peak is None for peak in peaks):
             return self.peak_rss
         return max(peak for peak in peaks if peak is not None)
@@ -339,21 +383,85 @@ class ChildFailed(Exception):
     """A timing process ended with an error (its stderr is the message)."""
 
 
-def time_mode(
-    kind: StoreKind, place: Place, mode: str, repeat: int, run: Callable[..., Any] = subprocess.run
-) -> TimedMode:
-    """``repeat`` rounds of ``mode`` on ``place``, in a new Python process."""
-    argument = json.dumps([kind.name, place.to_json(), mode, repeat])
-    done = run(
-        [sys.executable, "-c", _CHILD, argument],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise ChildFailed(f"the {mode} turns on {kind.label} failed:\n{done.stderr}")
-    rounds, peak = json.loads(done.stdout.strip().splitlines()[-1])
-    return TimedMode(
-        [(float(a), float(b), float(c), None if d is None else int(d)) for a, b, c, d in rounds],
-        None if peak is None else int(peak),
-    )
+class _Process:
+    """One mode's timing process (``_serve``), and its side of the conversation."""
+
+    def __init__(self, kind: StoreKind, place: Place, mode: str) -> None:
+        self.kind, self.mode = kind, mode
+        argument = json.dumps([kind.name, place.to_json(), mode])
+        # stderr to a file: a pipe nobody reads while the rounds run could fill and stall it
+        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
+        self._child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, argument],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
+
+    def failure(self) -> ChildFailed:
+        self._child.kill()
+        self._child.wait()
+        self._stderr.seek(0)
+        problem = self._stderr.read()
+        return ChildFailed(f"the {self.mode} turns on {self.kind.label} failed:\n{problem}")
+
+    def reply(self) -> Any:
+        """The process's next line of its own, once it has written it."""
+        assert self._child.stdout is not None
+        for line in self._child.stdout:
+            if line.startswith(_MARK):
+                return json.loads(line[len(_MARK) :])
+        raise self.failure()
+
+    def send(self, command: str) -> None:
+        assert self._child.stdin is not None
+        try:
+            self._child.stdin.write(command + "\n")
+            self._child.stdin.flush()
+        except BrokenPipeError:
+            raise self.failure() from None
+
+    def finish(self) -> int | None:
+        """Its peak RSS, once it has ended its conversation and exited."""
+        self.send("done")
+        peak = self.reply()
+        if self._child.wait() != 0:
+            raise self.failure()
+        return None if peak is None else int(peak)
+
+    def close(self) -> None:
+        if self._child.poll() is None:
+            self._child.kill()
+            self._child.wait()
+        for stream in (self._child.stdin, self._child.stdout, self._stderr):
+            with suppress(BrokenPipeError):
+                if stream is not None:
+                    stream.close()
+
+
+def time_modes(kind: StoreKind, places: dict[str, Place], repeat: int) -> dict[str, TimedMode]:
+    """``repeat`` rounds of each mode of ``places`` on its place, each mode in a new
+    Python process, the modes' rounds in turn (ABBA...: round 1 in the order given,
+    round 2 the other way around, and so on), so that the machine's speed, which drifts
+    from minute to minute, weighs on every mode alike."""
+    processes = {mode: _Process(kind, place, mode) for mode, place in places.items()}
+    try:
+        for process in processes.values():  # the untimed turns, all at once
+            if process.reply() != "ready":
+                raise process.failure()
+        rounds: dict[str, list[Round]] = {mode: [] for mode in processes}
+        for round_ in range(repeat):
+            order = list(processes) if round_ % 2 == 0 else list(reversed(processes))
+            for mode in order:
+                process = processes[mode]
+                process.send("round")
+                rounds[mode].append(Round(*process.reply()))
+                if process.reply() != "ready":
+                    raise process.failure()
+        return {
+            mode: TimedMode(rounds[mode], process.finish()) for mode, process in processes.items()
+        }
+    finally:
+        for process in processes.values():
+            process.close()
