@@ -5,6 +5,8 @@ for the OpenAI Agents SDK's ``SQLAlchemySession`` ones (``_postgres_schema``), a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import orjson
 
 from histcore.sessions._postgres_freshness import ROW_HASH
@@ -28,6 +30,31 @@ def fits_jsonb(text: str) -> bool:
     except orjson.JSONDecodeError:
         return False
     return True
+
+
+# The archive tables of ``keep_replaced``, alike in both layouts: each column's type as
+# ``format_type`` names it (what ``ensure_tables`` checks), every column NOT NULL.
+_ARCHIVE_COLUMNS = {
+    "session_id": "text",
+    "id": "bigint",
+    "message_text": "text",
+    "removed_revision": "bigint",
+}
+_WRITES_COLUMNS = {
+    "session_id": "text",
+    "first_id": "bigint",
+    "last_id": "bigint",
+    "revision": "bigint",
+}
+
+
+def _not_null_table(name: str, columns: Mapping[str, str], key: str | None = None) -> str:
+    """The CREATE statement of table ``name`` with ``columns`` (name -> type), all NOT
+    NULL; with ``key``, its primary key's columns."""
+    parts = [f"{column} {kind.upper()} NOT NULL" for column, kind in columns.items()]
+    if key is not None:
+        parts.append(f"PRIMARY KEY ({key})")
+    return f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(parts)})"
 
 
 class _BothLayouts:
@@ -65,34 +92,13 @@ class _BothLayouts:
         if keep:
             self.schema = [
                 *self.schema,
-                f"""CREATE TABLE IF NOT EXISTS {archive} (
-                    session_id TEXT NOT NULL,
-                    id BIGINT NOT NULL,
-                    message_text TEXT NOT NULL,
-                    removed_revision BIGINT NOT NULL
-                )""",
+                _not_null_table(archive, _ARCHIVE_COLUMNS),
                 f"CREATE INDEX IF NOT EXISTS {archive}_session ON {archive} (session_id, id)",
-                f"""CREATE TABLE IF NOT EXISTS {writes} (
-                    session_id TEXT NOT NULL,
-                    first_id BIGINT NOT NULL,
-                    last_id BIGINT NOT NULL,
-                    revision BIGINT NOT NULL,
-                    PRIMARY KEY (session_id, first_id)
-                )""",
+                _not_null_table(writes, _WRITES_COLUMNS, key="session_id, first_id"),
             ]
             self.indexes.append(f"{archive}_session")
-            self.required_columns[archive] = {
-                "session_id": "text",
-                "id": "bigint",
-                "message_text": "text",
-                "removed_revision": "bigint",
-            }
-            self.required_columns[writes] = {
-                "session_id": "text",
-                "first_id": "bigint",
-                "last_id": "bigint",
-                "revision": "bigint",
-            }
+            self.required_columns[archive] = dict(_ARCHIVE_COLUMNS)
+            self.required_columns[writes] = dict(_WRITES_COLUMNS)
         # The revision the current transaction commits (one more than the stored one).
         following = (
             f"coalesce((SELECT revision FROM {sessions}_revisions WHERE session_id = %s), 0) + 1"

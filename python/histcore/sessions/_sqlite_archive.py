@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from histcore.sessions._sqlite_schema import made_if_missing, missing_table, side_table
+from histcore.sessions._sqlite_schema import made_if_missing, side_table, unless_missing
 
 __all__ = ["ARCHIVE_TABLE", "WRITES_TABLE", "archive", "note_write", "read"]
 
@@ -91,7 +91,8 @@ def read(
 ) -> tuple[list[tuple[int, Any, int]], list[tuple[int, int, int]]]:
     """Inside a read transaction: the archived ``(id, message_data, removed_revision)``
     and the noted writes ``(first_id, last_id, revision)`` of the session, by id."""
-    try:
+
+    def both() -> tuple[list[tuple[int, Any, int]], list[tuple[int, int, int]]]:
         archived = conn.execute(
             f"SELECT id, message_data, removed_revision FROM {ARCHIVE_TABLE} "
             "WHERE messages_table = ? AND session_id = ? ORDER BY id",
@@ -102,11 +103,9 @@ def read(
             "WHERE messages_table = ? AND session_id = ? ORDER BY first_id",
             (messages, session_id),
         ).fetchall()
-    except sqlite3.OperationalError as exc:
-        if not missing_table(exc):
-            raise
-        return [], []
-    return (
-        [(int(row[0]), row[1], int(row[2])) for row in archived],
-        [(int(a), int(b), int(c)) for a, b, c in writes],
-    )
+        return (
+            [(int(row[0]), row[1], int(row[2])) for row in archived],
+            [(int(a), int(b), int(c)) for a, b, c in writes],
+        )
+
+    return unless_missing(both) or ([], [])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from histcore.sessions._sqlite_schema import made_if_missing, missing_table, side_table
+from histcore.sessions._sqlite_schema import made_if_missing, side_table, unless_missing
 
 __all__ = ["OP_IDS_TABLE", "REVISIONS_TABLE", "applied", "record", "state"]
 
@@ -52,16 +52,13 @@ def _stored(
 ) -> tuple[int, int | None, int]:
     """The stored ``(revision, last_id, ops)``: ``(0, None, 0)`` for a session never
     counted."""
-    try:
-        row = conn.execute(
+    row = unless_missing(
+        lambda: conn.execute(
             f"SELECT revision, last_id, ops FROM {REVISIONS_TABLE} "
             "WHERE messages_table = ? AND session_id = ?",
             (messages, session_id),
         ).fetchone()
-    except sqlite3.OperationalError as exc:
-        if not missing_table(exc):
-            raise
-        return 0, None, 0
+    )
     if row is None:
         return 0, None, 0
     return int(row[0]), None if row[1] is None else int(row[1]), int(row[2])
@@ -76,16 +73,13 @@ def state(conn: sqlite3.Connection, messages: str, session_id: str) -> tuple[int
 
 def applied(conn: sqlite3.Connection, messages: str, session_id: str, op_id: str) -> bool:
     """Whether the session remembers ``op_id`` (inside the write transaction)."""
-    try:
-        row = conn.execute(
+    row = unless_missing(
+        lambda: conn.execute(
             f"SELECT 1 FROM {OP_IDS_TABLE} "
             "WHERE messages_table = ? AND session_id = ? AND op_id = ?",
             (messages, session_id, op_id),
         ).fetchone()
-    except sqlite3.OperationalError as exc:
-        if not missing_table(exc):
-            raise
-        return False
+    )
     return row is not None
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "side_table",
     "tables_present",
     "text",
+    "unless_missing",
 ]
 
 _T = TypeVar("_T")
@@ -181,6 +182,17 @@ def missing_table(exc: sqlite3.OperationalError) -> bool:
     return "no such table" in str(exc)
 
 
+def unless_missing(read: Callable[[], _T]) -> _T | None:
+    """``read()``, or None when it failed for a table the file lacks (a side table no
+    write has made yet)."""
+    try:
+        return read()
+    except sqlite3.OperationalError as exc:
+        if not missing_table(exc):
+            raise
+        return None
+
+
 def made_if_missing(conn: sqlite3.Connection, create: Sequence[str], run: Callable[[], _T]) -> _T:
     """``run()``, run again after the statements ``create`` when it failed for a table
     the file lacks (a file made before it existed), inside the caller's write
@@ -221,13 +233,10 @@ def note_rewrite(conn: sqlite3.Connection, messages: str, session_id: str) -> No
 
 def rewrite_generation(conn: sqlite3.Connection, messages: str, session_id: str) -> int:
     """The session's rewrite generation (0: never rewritten, or no such table)."""
-    try:
-        row = conn.execute(
+    row = unless_missing(
+        lambda: conn.execute(
             f"SELECT generation FROM {REWRITES_TABLE} WHERE messages_table = ? AND session_id = ?",
             (messages, session_id),
         ).fetchone()
-    except sqlite3.OperationalError as exc:
-        if not missing_table(exc):
-            raise
-        return 0  # no rewrite was ever noted in this file
+    )
     return 0 if row is None else int(row[0])
