@@ -209,7 +209,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="instead of the engine suite, time a turn of an openai-agents conversation on "
         "each store kind (--stores) with and without histcore.openai_agents.install() "
-        "(sizes default to 10,000 and 100,000 items)",
+        "(sizes default to 10,000 and 100,000 items; --repeat rounds per mode, the modes' "
+        "rounds in turn)",
     )
     parser.add_argument(
         "--transactions",
@@ -308,7 +309,7 @@ def _run_openai_agents(
     sdk_sizes = sizes if given is not None else sdk_conversation.DEFAULT_SIZES
     return sdk_conversation.run_cli(
         sizes=sdk_sizes,
-        repeat=min(args.repeat, 3),
+        repeat=args.repeat,
         json_path=json_path,
         plot_path=plot_path,
         stores=args.stores or _STORE_KINDS,
