@@ -8,8 +8,10 @@ committed under ``benches/results/`` (this script never times anything):
 
     benches/results/engine.json          histcore bench --json benches/results/engine.json
     benches/results/openai-agents.json   histcore bench --openai-agents
-                                         --sizes 1000,10000,100000 --repeat 3
+                                         --sizes 1000,10000,100000 --repeat 5
                                          --json benches/results/openai-agents.json
+                                         (the stamp gives the sizes and rounds the
+                                         file records)
 
 Each table sits in README.md between two marker comments, ``<!-- bench:NAME:start -->``
 and ``<!-- bench:NAME:end -->``, and everything between them is generated: a stamp line
@@ -29,6 +31,7 @@ matplotlib.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import json
 import os
@@ -50,9 +53,11 @@ SDK_FORMATS = (
 )
 ENGINE_COMMAND = "histcore bench --json benches/results/engine.json"
 SDK_COMMAND = (
-    "histcore bench --openai-agents --sizes 1000,10000,100000 --repeat 3 "
+    "histcore bench --openai-agents --sizes {sizes} --repeat {repeat} "
     "--json benches/results/openai-agents.json"
 )
+#: What the SDK command is written with when the file does not record its settings.
+SDK_DEFAULTS = {"sizes": "1000,10000,100000", "repeat": "5"}
 PICTURE = Path("docs/bench.svg")
 #: The size the engine table is about (the largest in the file when it lacks this one).
 ENGINE_SIZE = 100_000
@@ -110,6 +115,18 @@ def load(path: Path, expected: Sequence[str], command: str) -> Results:
             "Regenerate the file with this checkout's histcore, or teach the script the format."
         )
     return Results(path, data, command)
+
+
+def sdk_command(settings: object) -> str:
+    """The command that wrote the SDK file, with the sizes and rounds it records."""
+    values = dict(SDK_DEFAULTS)
+    if isinstance(settings, dict):
+        sizes, repeat = settings.get("sizes"), settings.get("repeat")
+        if isinstance(sizes, list) and sizes and all(isinstance(size, int) for size in sizes):
+            values["sizes"] = ",".join(str(size) for size in sizes)
+        if isinstance(repeat, int):
+            values["repeat"] = str(repeat)
+    return SDK_COMMAND.format(**values)
 
 
 def median(timing: object) -> float | None:
@@ -457,7 +474,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         engine = load(args.results / "engine.json", ENGINE_FORMATS, ENGINE_COMMAND)
-        sdk = load(args.results / "openai-agents.json", SDK_FORMATS, SDK_COMMAND)
+        sdk = load(
+            args.results / "openai-agents.json", SDK_FORMATS, SDK_COMMAND.format(**SDK_DEFAULTS)
+        )
+        sdk = dataclasses.replace(sdk, command=sdk_command(sdk.data.get("settings")))
         current = args.readme.read_text(encoding="utf-8")
         rendered = render_text(current, readme_blocks(engine, sdk), str(args.readme))
     except (OSError, ReadmeTablesError) as exc:

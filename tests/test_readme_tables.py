@@ -81,3 +81,17 @@ def test_a_missing_marker_is_a_clear_error(tmp_path: Path) -> None:
     result = _run("--check", "--readme", copy)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "bench:engine-sizes:end" in result.stderr
+
+
+def test_the_sdk_stamp_gives_the_sizes_and_rounds_the_file_records(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results)
+    sdk = json.loads((results / "openai-agents.json").read_text(encoding="utf-8"))
+    sdk["settings"] = {"sizes": [1000, 20000], "repeat": 7}
+    (results / "openai-agents.json").write_text(json.dumps(sdk), encoding="utf-8")
+    readme = tmp_path / "README.md"
+    shutil.copyfile(ROOT / "README.md", readme)
+    result = _run("--readme", readme, "--results", results, "--picture", tmp_path / "b.svg")
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = readme.read_text(encoding="utf-8")
+    assert "`histcore bench --openai-agents --sizes 1000,20000 --repeat 7 --json " in text

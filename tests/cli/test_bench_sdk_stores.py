@@ -191,6 +191,79 @@ def test_a_throwaway_cluster_is_started_and_removed() -> None:
         psycopg.connect(server.dsn, connect_timeout=2)
 
 
+def _terminated(command: list[str], tmp_path: Path, ready: str) -> tuple[int, str]:
+    """Run ``command`` with its temporary files in ``tmp_path``, send it SIGTERM once
+    its stderr has printed a line holding ``ready``; its exit code and its stderr."""
+    import signal
+    import subprocess
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    assert child.stderr is not None
+    seen = []
+    for line in child.stderr:
+        seen.append(line)
+        if ready in line:
+            break
+    child.send_signal(signal.SIGTERM)
+    try:
+        _, rest = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    return child.returncode, "".join(seen) + rest
+
+
+def _running_with(text: str) -> list[str]:
+    """The command lines of this machine's processes that mention ``text``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in line:
+            found.append(line)
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_ends_the_bench_through_its_cleanup(tmp_path: Path) -> None:
+    """Its store copies removed and its timing processes ended, as after Ctrl-C."""
+    command = [sys.executable, "-m", "histcore", "bench", "--openai-agents"]
+    command += ["--sizes", "200", "--stores", "sqlite", "--repeat", "1000"]
+    code, stderr = _terminated(command, tmp_path, "a process each")
+    assert code == 128 + 15, stderr
+    assert list(tmp_path.iterdir()) == [], "the bench's temporary directory is gone"
+    assert _running_with(str(tmp_path)) == [], "no timing process is left"
+
+
+def test_sigterm_stops_and_deletes_a_throwaway_cluster() -> None:
+    import shutil
+    import tempfile
+
+    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
+        pytest.skip("initdb/pg_ctl not on PATH")
+    pytest.importorskip("psycopg")
+    child = (
+        "import sys, time\n"
+        "from histcore.cli.bench import sdk_postgres\n"
+        "with sdk_postgres.ended_by_sigterm(), sdk_postgres.postgres_server(None, True) as s:\n"
+        "    print('dsn', s.dsn, s.reason, file=sys.stderr, flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    # Not pytest's tmp_path: the server runs as nobody, who must reach the cluster.
+    top = Path(tempfile.mkdtemp(prefix="histcore-test-sigterm-"))
+    top.chmod(0o755)
+    try:
+        code, stderr = _terminated([sys.executable, "-c", child], top, "dsn ")
+        assert "dsn postgresql://" in stderr, "a cluster was started"
+        assert code == 128 + 15, stderr
+        assert list(top.iterdir()) == [], "the cluster's directory is gone"
+        assert _running_with(str(top)) == [], "its server is stopped"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 # --- the README's rows ------------------------------------------------------------
 
 
