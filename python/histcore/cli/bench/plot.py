@@ -9,16 +9,10 @@ saved runs::
     with open("bench.json") as engine, open("sdk.json") as sdk:
         plot.draw("bench.svg", engine=json.load(engine), sdk=json.load(sdk))
 
-One panel per engine function (on the realistic generated history): the Rust engine,
-the pure-Python twin and the OpenAI Agents SDK's equivalent; with an ``--openai-agents``
-document, also the SDK's conversation turn without and with
-``histcore.openai_agents.install()``, in one process and as a fresh process's first,
-and on each store kind.
-:func:`store_figure` draws a ``histcore bench --store --json`` document: each session's
-ms per turn against its item count as it grew, plain and installed.
-
-matplotlib is optional (``pip install 'histcore[plot]'``) and imported only here, when
-a plot is drawn, on the non-interactive Agg canvas (pyplot is never imported).
+One panel per engine function (Rust engine, pure twin, the SDK's equivalent) and, from
+an ``--openai-agents`` document, the SDK turn plain and installed per store kind;
+:func:`store_figure` draws a ``--store`` document's per-turn curve. matplotlib is
+optional (``histcore[plot]``), imported only here, on the Agg canvas (never pyplot).
 """
 
 from __future__ import annotations

@@ -5,17 +5,13 @@ are, or with ``--drop-invalid-rows`` deleted):
 
 1. the dedupe of tool calls and outputs (``dedupe.py``): a call keeps its first row and
    an output its last, each holding the latest stored text;
-2. the model-input units (``histcore.items.repair_input``, with the stored items as
-   ``history``): a reasoning run with the item it produced, and a tool call with its
-   outputs, are kept or dropped whole; every unit that breaks a rule is dropped. User
-   messages are never dropped, and a call at the end awaiting its output (a run paused
-   for approval) is kept with its unit, so the run can resume. With ``dangling=
-   "synthesize"`` a function or custom tool call whose output is missing keeps its unit
-   and gets the engine's synthesized output (``LOST_OUTPUT_TEXT``) right after it.
+2. the model-input units (``histcore.items.repair_input``, the stored items as
+   ``history``): units that break a rule are dropped whole, user messages never, and a
+   call at the end awaiting its output is kept so the run can resume; with
+   ``dangling="synthesize"`` a call missing its output gets ``LOST_OUTPUT_TEXT`` instead.
 
-Rows keep their ids and their exact stored text. A synthesized output needs a place in
-the middle: from the first one on, each row takes the data of the row before it in the
-repaired order (or a synthesized text), and the last rows are appended with new ids.
+Rows keep their ids and exact stored text; from the first synthesized output on, each
+row takes the data of the row before it, and the last rows are appended with new ids.
 """
 
 from __future__ import annotations
