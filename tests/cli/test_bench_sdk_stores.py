@@ -229,8 +229,11 @@ def _running_with(text: str) -> list[str]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigterm_ends_the_bench_through_its_cleanup(tmp_path: Path) -> None:
     """Its store copies removed and its timing processes ended, as after Ctrl-C."""
+    core = pytest.importorskip("histcore._core", reason="histcore bench needs the Rust engine")
     command = [sys.executable, "-m", "histcore", "bench", "--openai-agents"]
     command += ["--sizes", "200", "--stores", "sqlite", "--repeat", "1000"]
+    if core.build_profile != "release":
+        command.append("--allow-debug")
     code, stderr = _terminated(command, tmp_path, "a process each")
     assert code == 128 + 15, stderr
     assert list(tmp_path.iterdir()) == [], "the bench's temporary directory is gone"
