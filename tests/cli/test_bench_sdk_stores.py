@@ -454,3 +454,24 @@ def test_a_timing_process_that_fails_names_the_mode_and_its_error(tmp_path: Path
     ) as failed:
         sdk_stores.time_modes(kind, places, 2)
     assert "unable to open database file" in str(failed.value), "the process's own error"
+
+
+def test_a_timing_process_that_cannot_start_leaves_none_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kind = KINDS["sqlite"]
+    places = {mode: sdk_stores.Place(path=str(tmp_path / f"{mode}.db")) for mode in ("a", "b")}
+    started: list[Any] = []
+    real = sdk_stores.subprocess.Popen
+
+    def second_fails(*args: Any, **kwargs: Any) -> Any:
+        if started:
+            raise OSError("no more processes")
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(sdk_stores.subprocess, "Popen", second_fails)
+    with pytest.raises(OSError, match="no more processes"):
+        sdk_stores.time_modes(kind, places, 1)
+    assert len(started) == 1
+    assert started[0].poll() is not None, "the first mode's process was ended"

@@ -391,13 +391,17 @@ class _Process:
         argument = json.dumps([kind.name, place.to_json(), mode])
         # stderr to a file: a pipe nobody reads while the rounds run could fill and stall it
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
-        self._child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, argument],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            text=True,
-        )
+        try:
+            self._child = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, argument],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+            )
+        except BaseException:
+            self._stderr.close()
+            raise
 
     def failure(self) -> ChildFailed:
         self._child.kill()
@@ -445,8 +449,10 @@ def time_modes(kind: StoreKind, places: dict[str, Place], repeat: int) -> dict[s
     Python process, the modes' rounds in turn (ABBA...: round 1 in the order given,
     round 2 the other way around, and so on), so that the machine's speed, which drifts
     from minute to minute, weighs on every mode alike."""
-    processes = {mode: _Process(kind, place, mode) for mode, place in places.items()}
+    processes: dict[str, _Process] = {}
     try:
+        for mode, place in places.items():
+            processes[mode] = _Process(kind, place, mode)
         for process in processes.values():  # the untimed turns, all at once
             if process.reply() != "ready":
                 raise process.failure()
