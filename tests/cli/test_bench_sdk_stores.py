@@ -8,6 +8,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -191,26 +192,31 @@ def test_a_throwaway_cluster_is_started_and_removed() -> None:
         psycopg.connect(server.dsn, connect_timeout=2)
 
 
-def _terminated(command: list[str], tmp_path: Path, ready: str) -> tuple[int, str]:
+def _terminated(
+    command: list[str], tmp_path: Path, ready: Callable[[str], bool]
+) -> tuple[int, str]:
     """Run ``command`` with its temporary files in ``tmp_path``, send it SIGTERM once
-    its stderr has printed a line holding ``ready``; its exit code and its stderr."""
+    ``ready`` holds of its stderr so far; its exit code and its stderr."""
     import signal
     import subprocess
+    import time
 
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
-    assert child.stderr is not None
-    seen = []
-    for line in child.stderr:
-        seen.append(line)
-        if ready in line:
-            break
-    child.send_signal(signal.SIGTERM)
-    try:
-        _, rest = child.communicate(timeout=60)
-    finally:
-        child.kill()
-    return child.returncode, "".join(seen) + rest
+    with open(tmp_path.parent / f"{tmp_path.name}.stderr", "w+", encoding="utf-8") as err:
+        child = subprocess.Popen(command, stderr=err, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 120
+            while child.poll() is None and time.monotonic() < deadline:
+                err.seek(0)
+                if ready(err.read()):
+                    break
+                time.sleep(0.05)
+            child.send_signal(signal.SIGTERM)
+            child.wait(timeout=60)
+        finally:
+            child.kill()
+        err.seek(0)
+        return child.returncode, err.read()
 
 
 def _running_with(text: str) -> list[str]:
@@ -234,7 +240,7 @@ def test_sigterm_ends_the_bench_through_its_cleanup(tmp_path: Path) -> None:
     command += ["--sizes", "200", "--stores", "sqlite", "--repeat", "1000"]
     if core.build_profile != "release":
         command.append("--allow-debug")
-    code, stderr = _terminated(command, tmp_path, "a process each")
+    code, stderr = _terminated(command, tmp_path, lambda text: "a process each" in text)
     assert code == 128 + 15, stderr
     assert list(tmp_path.iterdir()) == [], "the bench's temporary directory is gone"
     assert _running_with(str(tmp_path)) == [], "no timing process is left"
@@ -249,8 +255,8 @@ def test_sigterm_stops_and_deletes_a_throwaway_cluster() -> None:
     pytest.importorskip("psycopg")
     child = (
         "import sys, time\n"
-        "from histcore.cli.bench import sdk_postgres\n"
-        "with sdk_postgres.ended_by_sigterm(), sdk_postgres.postgres_server(None, True) as s:\n"
+        "from histcore.cli.bench import command, sdk_postgres\n"
+        "with command.ended_by_sigterm(), sdk_postgres.postgres_server(None, True) as s:\n"
         "    print('dsn', s.dsn, s.reason, file=sys.stderr, flush=True)\n"
         "    time.sleep(120)\n"
     )
@@ -258,13 +264,36 @@ def test_sigterm_stops_and_deletes_a_throwaway_cluster() -> None:
     top = Path(tempfile.mkdtemp(prefix="histcore-test-sigterm-"))
     top.chmod(0o755)
     try:
-        code, stderr = _terminated([sys.executable, "-c", child], top, "dsn ")
+        code, stderr = _terminated([sys.executable, "-c", child], top, lambda text: "dsn " in text)
         assert "dsn postgresql://" in stderr, "a cluster was started"
         assert code == 128 + 15, stderr
         assert list(top.iterdir()) == [], "the cluster's directory is gone"
         assert _running_with(str(top)) == [], "its server is stopped"
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_ends_bench_store_with_its_copy_of_your_store_removed(tmp_path: Path) -> None:
+    """``histcore bench --store`` copies each session it times into a temporary folder:
+    SIGTERM while it times removes the copy, and your store is as it was."""
+    from histcore.cli.bench.sdk_conversation import build_store
+
+    core = pytest.importorskip("histcore._core", reason="histcore bench needs the Rust engine")
+    store = tmp_path / "store.db"
+    build_store(str(store), 2000)
+    before = store.read_bytes()
+    work = tmp_path / "tmp"
+    work.mkdir()
+    command = [sys.executable, "-m", "histcore", "bench", "--store", str(store)]
+    command += ["--repeat", "1000"]
+    if core.build_profile != "release":
+        command.append("--allow-debug")
+    code, stderr = _terminated(command, work, lambda _: any(work.rglob("session-0.db")))
+    assert "items ..." in stderr, "it was timing a session"
+    assert code == 128 + 15, stderr
+    assert list(work.iterdir()) == [], "the copy of the store is gone"
+    assert store.read_bytes() == before
 
 
 # --- the README's rows ------------------------------------------------------------

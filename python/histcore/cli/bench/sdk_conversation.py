@@ -354,7 +354,7 @@ def run_benchmark(
     from ``scratch_dsn``, else a throwaway cluster when one can be started). Raises
     CorrectnessError."""
     from histcore.cli.bench import sdk_store_turns as store_turns
-    from histcore.cli.bench.sdk_postgres import ended_by_sigterm, postgres_server
+    from histcore.cli.bench.sdk_postgres import postgres_server
 
     out = progress if progress is not None else open(os.devnull, "w")
     profile = None
@@ -366,7 +366,6 @@ def run_benchmark(
     kinds = [KINDS[name] for name in stores]
     wanted = any(kind.postgres for kind in kinds)
     with (
-        ended_by_sigterm(),
         tempfile.TemporaryDirectory(prefix="histcore-sdk-bench-", dir=workdir) as tmp,
         postgres_server(scratch_dsn, wanted) as server,
     ):

@@ -3,9 +3,9 @@
 The server is the database ``--scratch-dsn`` names, or else a throwaway cluster started
 here with ``initdb`` and ``pg_ctl`` from PATH (as root, run as the unprivileged
 ``nobody`` through ``runuser``, since PostgreSQL refuses to run as root), listening on
-127.0.0.1 at a free port, stopped and deleted afterwards, also after SIGTERM
-(``ended_by_sigterm``). When neither is possible the PostgreSQL store kinds are skipped
-with a one-line reason. Every store copy lives in a schema of its own
+127.0.0.1 at a free port, stopped and deleted afterwards (after SIGTERM too: the command
+ends through every ``finally``). When neither is possible the PostgreSQL store kinds are
+skipped with a one-line reason. Every store copy lives in a schema of its own
 (``histcore_bench_<pid>_<n>``), dropped at the end: nothing else in a scratch database
 is read or written.
 """
@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import count
-from types import FrameType
 
-__all__ = ["Server", "ended_by_sigterm", "postgres_server"]
+__all__ = ["Server", "postgres_server"]
 
 _ROLE = "histcore"
 _DATABASE = "histcore_bench"
@@ -162,23 +159,3 @@ def postgres_server(dsn: str | None, wanted: bool, workdir: str | None = None) -
         return
     with _cluster(workdir) as server:
         yield server
-
-
-@contextmanager
-def ended_by_sigterm() -> Iterator[None]:
-    """Within it, SIGTERM ends the program through every ``finally`` (``SystemExit``),
-    as Ctrl-C does, instead of on the spot: a throwaway cluster is stopped and deleted,
-    the store copies removed, and the timing processes killed. Only the main thread
-    can set a handler; elsewhere nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminate(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
