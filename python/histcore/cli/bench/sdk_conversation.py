@@ -37,7 +37,7 @@ from histcore import BACKEND
 from histcore import openai_agents as accelerator
 from histcore.cli.bench.environment import Environment
 from histcore.cli.bench.report import header
-from histcore.cli.bench.sdk_stores import KINDS, Checked, Place
+from histcore.cli.bench.sdk_stores import KINDS, Checked
 from histcore.cli.bench.sdk_turn import (
     SESSION_ID,
     CorrectnessError,
@@ -226,17 +226,11 @@ def _time_turns(store: str, size: int, repeat: int, workdir: str, progress: Text
 
     progress.write(f"  {', '.join(MODES)}: a process each, their {repeat} round(s) in turn\n")
     progress.flush()
-    places = {}
-    for mode in MODES:
-        path = os.path.join(workdir, f"timed-{mode.replace(' ', '-')}.db")
-        shutil.copyfile(store, path)
-        places[mode] = Place(path=path)
+    places = sdk_stores.file_copies(store, workdir, "timed", MODES)
     try:
         timed = sdk_stores.time_modes(sdk_stores.KINDS["sqlite"], places, repeat)
     finally:
-        for place in places.values():
-            assert place.path is not None
-            os.remove(place.path)
+        sdk_stores.remove_copies(places)
     samples = {mode: [round_.seconds for round_ in timed[mode].rounds] for mode in MODES}
     for mode in MODES:
         progress.write(f"  {mode}: {format_seconds(statistics.median(samples[mode]))}\n")

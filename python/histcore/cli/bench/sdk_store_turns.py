@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import statistics
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -110,11 +109,7 @@ def _places(
         return places
     source = os.path.join(workdir, f"{kind.name}-{size}.db")
     sdk_stores.fill(kind, Place(path=source), history)
-    places = {}
-    for mode in modes:
-        path = os.path.join(workdir, f"{kind.name}-{size}-{mode.replace(' ', '-')}.db")
-        shutil.copyfile(source, path)
-        places[mode] = Place(path=path)
+    places = sdk_stores.file_copies(source, workdir, f"{kind.name}-{size}", modes)
     os.remove(source)
     return places
 
@@ -142,12 +137,6 @@ def _compare(kind: StoreKind, plain: Checked, installed: Checked, against: str) 
         raise CorrectnessError(f"{where}: the model received other input than {against}")
     if plain.items != installed.items:
         raise CorrectnessError(f"{where}: the session holds other items than {against}")
-
-
-def _cleanup(places: dict[str, Place]) -> None:
-    for place in places.values():
-        if place.path is not None and os.path.exists(place.path):
-            os.remove(place.path)
 
 
 def time_kind(
@@ -188,7 +177,7 @@ def time_kind(
             progress.write(f"  {kind.label}, {mode}: {format_seconds(timings[mode].median)}\n")
     finally:
         accelerator.uninstall()
-        _cleanup(places)
+        sdk_stores.remove_copies(places)
     plain = timings.get("plain")
     plain_rss, plain_process_rss = peaks.get("plain", (None, None))
     if plain is not None:

@@ -20,11 +20,13 @@ import asyncio
 import gc
 import importlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,10 +45,12 @@ __all__ = [
     "StoreKind",
     "TimedMode",
     "close_session",
+    "file_copies",
     "fill",
     "missing",
     "open_session",
     "read_items",
+    "remove_copies",
     "session_at",
     "time_modes",
 ]
@@ -221,6 +225,23 @@ def fill(kind: StoreKind, place: Place, history: list[Any]) -> None:
             await session.add_items(history)
 
     asyncio.run(write())
+
+
+def file_copies(source: str, directory: str, name: str, modes: Iterable[str]) -> dict[str, Place]:
+    """A copy of the SQLite file ``source`` per mode, ``<name>-<mode>.db`` in ``directory``."""
+    places = {}
+    for mode in modes:
+        path = os.path.join(directory, f"{name}-{mode.replace(' ', '-')}.db")
+        shutil.copyfile(source, path)
+        places[mode] = Place(path=path)
+    return places
+
+
+def remove_copies(places: dict[str, Place]) -> None:
+    """Remove the files of ``places`` that exist (a schema is its server's to drop)."""
+    for place in places.values():
+        if place.path is not None and os.path.exists(place.path):
+            os.remove(place.path)
 
 
 def read_items(kind: StoreKind, place: Place) -> list[Any]:
