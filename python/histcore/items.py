@@ -1,5 +1,7 @@
 """Item-level history passes: the one public path of each engine function (bound in
-``histcore.engine.items`` and ``histcore.engine.input_rules``)."""
+``histcore.engine.items`` and ``histcore.engine.input_rules``).
+
+``__all__`` is where the item passes are written (see ``histcore.engine.names``)."""
 
 from __future__ import annotations
 

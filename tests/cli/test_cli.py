@@ -28,7 +28,7 @@ from histcore.cli.bench.report import linearity, render
 from histcore.cli.bench.timing import Timing
 from histcore.cli.main import main
 from histcore.engine import pure as _pure
-from histcore.engine.names import ENGINE_NAMES
+from tests.support.engine_names import ENGINE_NAMES
 
 TINY = ["--sizes", "200", "--repeat", "1"]
 #: A size's progress line: ``[1/2] 10^3 items (40 cases) ........................ 3.1 s``.

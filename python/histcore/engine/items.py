@@ -5,11 +5,10 @@ Items are JSON-like dicts or objects with ``model_dump()`` (read as
 ``deep_copy_items`` and ``plain_json_copy`` the returned lists hold the very same
 objects as the input.
 
-The names are those of ``histcore.engine.names.ITEM_NAMES`` (but its
-``INTERNAL_NAMES``), bound here one by one so that type checkers see each;
-``tests/engine/test_parity.py`` checks them. ``histcore.items`` is their one public
-path. What only the SDK drop-in and the session codec use is bound in
-``histcore.engine._support``.
+The names are the item passes of ``histcore.items``, their one public path (but
+``histcore.engine.names.INTERNAL_NAMES``), bound here one by one so that type checkers
+see each; ``tests/engine/test_parity.py`` checks them. What only the SDK drop-in and
+the session codec use is bound in ``histcore.engine._support``.
 """
 
 from __future__ import annotations

@@ -1,37 +1,21 @@
-"""The engine's public names, written once.
+"""The engine's names, each written once.
 
-``ENGINE_NAMES`` is what both engines export: the Rust extension ``histcore._core``
-(whose stub ``histcore/_core.pyi`` must list them literally, with
-``CORE_ONLY_NAMES``) and its pure twin ``histcore.engine.pure``: the item passes
-(``ITEM_NAMES``) and what the drop-in and the session codec use (``SUPPORT_NAMES``).
-``tests/engine/test_parity.py`` checks the stub, the extension and the twin against
-this list; ``histcore.engine.items`` and ``histcore.engine._support`` bind these
-names from the loaded engine.
+Both engines export them: the Rust extension ``histcore._core`` (whose stub
+``histcore/_core.pyi`` must list them literally, with ``CORE_ONLY_NAMES``) and its pure
+twin ``histcore.engine.pure``. They are the item passes, written in ``histcore.items``'
+``__all__`` (their one public path, whose list type checkers need literal) but for its
+``FACE_NAMES``, and ``SUPPORT_NAMES`` here, what the drop-in and the session codec use.
+``tests/engine/test_parity.py`` checks the stub, the extension, the twin and the
+binders ``histcore.engine.items`` and ``histcore.engine._support`` against these lists.
 """
 
 from __future__ import annotations
 
-__all__ = ["CORE_ONLY_NAMES", "ENGINE_NAMES", "INTERNAL_NAMES", "ITEM_NAMES", "SUPPORT_NAMES"]
+__all__ = ["CORE_ONLY_NAMES", "FACE_NAMES", "INTERNAL_NAMES", "SUPPORT_NAMES"]
 
-#: The item passes: ``histcore.engine.items`` binds them, ``histcore.items`` is their one
-#: public path.
-ITEM_NAMES: tuple[str, ...] = (
-    "MAX_DEPTH",
-    "StoredHistory",
-    "canonical_json",
-    "classify_callback_output",
-    "content_key",
-    "content_keys",
-    "dedupe_key",
-    "dedupe_keys",
-    "deduplicate_input_items",
-    "deduplicate_input_items_preferring_latest",
-    "deep_copy_items",
-    "drop_orphan_function_calls",
-    "input_problems",
-    "plain_json_copy",
-    "repair_input",
-)
+#: The names of ``histcore.items`` that are not item passes: the loaded engine's name and
+#: the readable problem type of ``histcore.engine.input_rules``.
+FACE_NAMES: tuple[str, ...] = ("BACKEND", "InputProblem", "LOST_OUTPUT_TEXT")
 
 #: What serves only the SDK drop-in, the session codec and the session-input preparation:
 #: ``histcore.engine._support`` binds them.
@@ -50,8 +34,6 @@ SUPPORT_NAMES: tuple[str, ...] = (
     "shallow_dict_copies",
     "sorted_json_text",
 )
-
-ENGINE_NAMES: tuple[str, ...] = (*ITEM_NAMES, *SUPPORT_NAMES)
 
 #: Names only the extension has: which build it is, for benchmarks that refuse debug.
 CORE_ONLY_NAMES: tuple[str, ...] = ("build_profile",)

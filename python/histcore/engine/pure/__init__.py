@@ -2,7 +2,7 @@
 the modules of this package, each named after its Rust counterpart in ``rust/core/`` or
 ``rust/py/`` (``orphans.py`` is the twin of ``orphans.rs``).
 
-Every name of ``histcore.engine.names.ENGINE_NAMES`` here has the same signature, results
+Every engine name (see ``histcore.engine.names``) here has the same signature, results
 and exceptions as its Rust counterpart; ``tests/engine/test_parity.py`` and the
 differential tests hold both to that. The twin is the executable specification: when
 the two disagree, read this package.
@@ -15,7 +15,7 @@ are read one at a time, in list order; and containers are read at once when reac
 
 from __future__ import annotations
 
-from histcore.engine.names import ENGINE_NAMES, ITEM_NAMES
+from histcore.engine.names import SUPPORT_NAMES
 from histcore.engine.pure.canonical import (
     MAX_DEPTH as MAX_DEPTH,
 )
@@ -101,6 +101,6 @@ from histcore.engine.pure.watch import (
     NameWatch as NameWatch,
 )
 
-# The names the twin shares with the extension are histcore.engine.names.ENGINE_NAMES;
-# of them, the item passes are public at histcore.items alone.
-__all__ = [name for name in ENGINE_NAMES if name not in ITEM_NAMES]
+# The twin holds every engine name, but exports only the support names: the item
+# passes are public at histcore.items alone.
+__all__ = list(SUPPORT_NAMES)
