@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -58,19 +59,8 @@ def paused_state() -> RunState:
 
 def state_with(**changes: Any) -> RunState:
     base = paused_state()
-    fields: dict[str, Any] = {
-        "agent_name": base.agent_name,
-        "original_input": base.original_input,
-        "generated_items": base.generated_items,
-        "model_responses": base.model_responses,
-        "current_turn": base.current_turn,
-        "max_turns": base.max_turns,
-        "pending_turn_start": base.pending_turn_start,
-        "interruptions": base.interruptions,
-        "approvals": dict(base.approvals),
-    }
-    fields.update(changes)
-    return RunState(**fields)
+    approvals = changes.pop("approvals", base.approvals)
+    return RunState(dataclasses.replace(base._fields, **changes), approvals)
 
 
 def has_pair(text: str) -> bool:

@@ -173,19 +173,8 @@ class Point:
 
 def _state_with(**changes: Any) -> RunState:
     base = approved_state()
-    fields: dict[str, Any] = {
-        "agent_name": base.agent_name,
-        "original_input": base.original_input,
-        "generated_items": base.generated_items,
-        "model_responses": base.model_responses,
-        "current_turn": base.current_turn,
-        "max_turns": base.max_turns,
-        "pending_turn_start": base.pending_turn_start,
-        "interruptions": base.interruptions,
-        "approvals": dict(base.approvals),
-    }
-    fields.update(changes)
-    return RunState(**fields)
+    approvals = changes.pop("approvals", base.approvals)
+    return RunState(dataclasses.replace(base._fields, **changes), approvals)
 
 
 def _response(**changes: Any) -> tuple[ModelResponse, ...]:

@@ -18,6 +18,7 @@ from histcore.runner.agent import Agent
 from histcore.runner.models.interface import ModelResponse
 from histcore.runner.run import Runner
 from histcore.runner.run_state import SCHEMA_VERSION, RunState
+from histcore.runner.run_state_json import StateFields
 from histcore.runner.tool import ToolApprovalItem, function_tool
 from histcore.testing import ScriptedModel, function_call, text_message, user_message
 from tests.support.examples import examples
@@ -245,14 +246,16 @@ def test_argument_types_are_checked() -> None:
 def test_to_json_names_values_json_cannot_hold() -> None:
     state = paused_state()
     broken = RunState(
-        agent_name="mailer",
-        original_input=({"role": "user", "content": "x", "score": math.inf},),
-        generated_items=state.generated_items,
-        model_responses=state.model_responses,
-        current_turn=1,
-        max_turns=10,
-        pending_turn_start=0,
-        interruptions=state.interruptions,
+        StateFields(
+            agent_name="mailer",
+            original_input=({"role": "user", "content": "x", "score": math.inf},),
+            generated_items=state.generated_items,
+            model_responses=state.model_responses,
+            current_turn=1,
+            max_turns=10,
+            pending_turn_start=0,
+            interruptions=state.interruptions,
+        )
     )
     with pytest.raises(RunStateError, match=r"'original_input\[0\].score': inf cannot be stored"):
         broken.to_string()
@@ -290,14 +293,16 @@ json_items = st.builds(
 def test_any_json_state_round_trips(original: Any, generated: list[Any], turn: int) -> None:
     call = function_call("send_email", {"to": "x", "body": "y"}, "cX")
     state = RunState(
-        agent_name="mailer",
-        original_input=original if isinstance(original, str) else tuple(original),
-        generated_items=(*generated, call),
-        model_responses=(ModelResponse([*generated, call], response_id=None),),
-        current_turn=turn,
-        max_turns=turn + 1,
-        pending_turn_start=len(generated),
-        interruptions=(ToolApprovalItem(call),),
+        StateFields(
+            agent_name="mailer",
+            original_input=original if isinstance(original, str) else tuple(original),
+            generated_items=(*generated, call),
+            model_responses=(ModelResponse([*generated, call], response_id=None),),
+            current_turn=turn,
+            max_turns=turn + 1,
+            pending_turn_start=len(generated),
+            interruptions=(ToolApprovalItem(call),),
+        )
     )
     state.approve(state.interruptions[0])
     data = state.to_json()

@@ -4,6 +4,7 @@ round trips, optimistic concurrency, clear errors, and racing savers."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -343,14 +344,10 @@ async def test_a_state_that_cannot_be_written_writes_nothing(backend: Backends) 
     store = backend.state_store()
     good = await paused_state(bank())
     bad = RunState(
-        agent_name=good.agent_name,
-        original_input=good.original_input,
-        generated_items=good.generated_items,
-        model_responses=(ModelResponse([], response_id=uuid.uuid4()),),  # type: ignore[arg-type]
-        current_turn=good.current_turn,
-        max_turns=good.max_turns,
-        pending_turn_start=good.pending_turn_start,
-        interruptions=good.interruptions,
+        dataclasses.replace(
+            good._fields,
+            model_responses=(ModelResponse([], response_id=uuid.uuid4()),),  # type: ignore[arg-type]
+        )
     )
     with pytest.raises(TypeError, match=r"'model_responses\[0\]\.response_id'"):
         await store.save_state("job", bad)

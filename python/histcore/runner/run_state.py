@@ -20,6 +20,7 @@ from histcore.exceptions import RunStateError, UserError
 from histcore.runner.models.interface import ModelResponse
 from histcore.runner.run_state_json import (
     SCHEMA_VERSION,
+    StateFields,
     kind_name,
     parse,
     state_data,
@@ -59,76 +60,49 @@ class RunState:
     session only when the turn is completed by a resumed run.
     """
 
-    __slots__ = (
-        "_agent_name",
-        "_approvals",
-        "_current_turn",
-        "_generated_items",
-        "_interruptions",
-        "_max_turns",
-        "_model_responses",
-        "_original_input",
-        "_pending_turn_start",
-    )
+    __slots__ = ("_approvals", "_fields")
 
     def __init__(
-        self,
-        *,
-        agent_name: str,
-        original_input: str | tuple[dict[str, Any], ...],
-        generated_items: tuple[dict[str, Any], ...],
-        model_responses: tuple[ModelResponse, ...],
-        current_turn: int,
-        max_turns: int,
-        pending_turn_start: int,
-        interruptions: tuple[ToolApprovalItem, ...] = (),
-        approvals: Mapping[str, ApprovalDecision] | None = None,
+        self, fields: StateFields, approvals: Mapping[str, ApprovalDecision] | None = None
     ) -> None:
-        """Adopts what it is given without copying: use ``RunResult.to_state()`` or
+        """Adopts ``fields`` without copying: use ``RunResult.to_state()`` or
         ``from_json`` rather than calling this directly."""
-        self._agent_name = agent_name
-        self._original_input = original_input
-        self._generated_items = generated_items
-        self._model_responses = model_responses
-        self._current_turn = current_turn
-        self._max_turns = max_turns
-        self._pending_turn_start = pending_turn_start
-        self._interruptions = interruptions
+        self._fields = fields
         self._approvals: dict[str, ApprovalDecision] = dict(approvals or {})
 
     # --- read access ---------------------------------------------------------------
 
     @property
     def agent_name(self) -> str:
-        return self._agent_name
+        return self._fields.agent_name
 
     @property
     def original_input(self) -> str | tuple[dict[str, Any], ...]:
-        return self._original_input
+        return self._fields.original_input
 
     @property
     def generated_items(self) -> tuple[dict[str, Any], ...]:
-        return self._generated_items
+        return self._fields.generated_items
 
     @property
     def model_responses(self) -> tuple[ModelResponse, ...]:
-        return self._model_responses
+        return self._fields.model_responses
 
     @property
     def current_turn(self) -> int:
-        return self._current_turn
+        return self._fields.current_turn
 
     @property
     def max_turns(self) -> int:
-        return self._max_turns
+        return self._fields.max_turns
 
     @property
     def pending_turn_start(self) -> int:
-        return self._pending_turn_start
+        return self._fields.pending_turn_start
 
     @property
     def interruptions(self) -> tuple[ToolApprovalItem, ...]:
-        return self._interruptions
+        return self._fields.interruptions
 
     @property
     def approvals(self) -> Mapping[str, ApprovalDecision]:
@@ -137,9 +111,9 @@ class RunState:
 
     def __repr__(self) -> str:
         return (
-            f"RunState(agent={self._agent_name!r}, turn={self._current_turn}/"
-            f"{self._max_turns}, items={len(self._generated_items)}, "
-            f"interruptions={[i.call_id for i in self._interruptions]})"
+            f"RunState(agent={self.agent_name!r}, turn={self.current_turn}/"
+            f"{self.max_turns}, items={len(self.generated_items)}, "
+            f"interruptions={[i.call_id for i in self.interruptions]})"
         )
 
     # --- decisions -----------------------------------------------------------------
@@ -164,7 +138,7 @@ class RunState:
                 f"{method}() takes a ToolApprovalItem from `interruptions`, "
                 f"not {type(interruption).__name__}"
             )
-        pending = [item.call_id for item in self._interruptions]
+        pending = [item.call_id for item in self.interruptions]
         if interruption.call_id not in pending:
             raise UserError(
                 f"{method}(): call {interruption.call_id!r} ({interruption.name}) is not "
@@ -189,7 +163,7 @@ class RunState:
     ) -> RunState:
         """A state holding copies of a run's lists and items (never the run's own)."""
         with collector_paused():  # bulk copies of acyclic JSON trees
-            return cls(
+            fields = StateFields(
                 agent_name=agent_name,
                 original_input=(
                     original_input
@@ -206,21 +180,23 @@ class RunState:
                     for raw in deep_copy_items([i.raw_item for i in interruptions])
                 ),
             )
+        return cls(fields)
 
     def _resume_point(self) -> ResumePoint:
         """Copies of everything a resumed run needs: one copy of each list, made once."""
-        original = self._original_input
+        fields = self._fields
+        original = fields.original_input
         with collector_paused():  # bulk copies of acyclic JSON trees
             return ResumePoint(
                 original_input=original if isinstance(original, str) else deep_copy_items(original),
-                generated_items=deep_copy_items(self._generated_items),
-                model_responses=[_copy_response(r) for r in self._model_responses],
-                current_turn=self._current_turn,
-                max_turns=self._max_turns,
-                pending_turn_start=self._pending_turn_start,
+                generated_items=deep_copy_items(fields.generated_items),
+                model_responses=[_copy_response(r) for r in fields.model_responses],
+                current_turn=fields.current_turn,
+                max_turns=fields.max_turns,
+                pending_turn_start=fields.pending_turn_start,
                 interruptions=[
                     ToolApprovalItem(raw)
-                    for raw in deep_copy_items([i.raw_item for i in self._interruptions])
+                    for raw in deep_copy_items([i.raw_item for i in fields.interruptions])
                 ],
                 approvals=dict(self._approvals),
             )
@@ -292,7 +268,7 @@ class RunState:
         if type(data) is not dict:
             raise RunStateError(f"RunState JSON must be an object, not {kind_name(data)}")
         with collector_paused():
-            return cls(**state_fields(agent, data))
+            return cls(*state_fields(agent, data))
 
 
 def _copy_response(response: ModelResponse) -> ModelResponse:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from histcore.engine import exact_json
 from histcore.engine.exact_json import kind_of, surrogate_pair
@@ -51,8 +52,11 @@ _RESPONSE_FIELDS = ("output", "usage", "response_id")
 _APPROVAL_FIELDS = ("approved", "message")
 
 
-class StateFields(TypedDict):
-    """What ``state_fields`` reads from JSON data: ``RunState``'s constructor arguments."""
+@dataclass(frozen=True)
+class StateFields:
+    """What a ``RunState`` holds but its approvals (which ``approve`` and ``reject``
+    change): its own tuples of item copies and its counters. ``state_fields`` reads them
+    from JSON data."""
 
     agent_name: str
     original_input: str | tuple[dict[str, Any], ...]
@@ -61,8 +65,7 @@ class StateFields(TypedDict):
     current_turn: int
     max_turns: int
     pending_turn_start: int
-    interruptions: tuple[ToolApprovalItem, ...]
-    approvals: Mapping[str, ApprovalDecision] | None
+    interruptions: tuple[ToolApprovalItem, ...] = ()
 
 
 def state_data(state: RunState) -> dict[str, Any]:
@@ -94,8 +97,11 @@ def state_data(state: RunState) -> dict[str, Any]:
     return data
 
 
-def state_fields(agent: Agent, data: dict[str, Any]) -> StateFields:
-    """The checked fields of JSON data for ``agent`` (see ``RunState.from_json``)."""
+def state_fields(
+    agent: Agent, data: dict[str, Any]
+) -> tuple[StateFields, dict[str, ApprovalDecision]]:
+    """The checked fields and approvals of JSON data for ``agent`` (see
+    ``RunState.from_json``)."""
     _check_keys(data, None)
     _check_version(data)
     _check_fields(data, _FIELDS, None)
@@ -127,7 +133,7 @@ def state_fields(agent: Agent, data: dict[str, Any]) -> StateFields:
         )
     interruptions = _load_interruptions(data["interruptions"], agent, generated, pending_start)
     approvals = _load_approvals(data["approvals"], {i.call_id for i in interruptions})
-    return StateFields(
+    fields = StateFields(
         agent_name=agent.name,
         original_input=original_input,
         generated_items=generated,
@@ -136,8 +142,8 @@ def state_fields(agent: Agent, data: dict[str, Any]) -> StateFields:
         max_turns=max_turns,
         pending_turn_start=pending_start,
         interruptions=interruptions,
-        approvals=approvals,
     )
+    return fields, approvals
 
 
 class _NotJSONError(RunStateError, TypeError):
