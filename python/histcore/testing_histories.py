@@ -1,19 +1,17 @@
 """Deterministic, realistic conversation histories for benchmarks and tests.
 
-Import them from ``histcore.testing``, which re-exports every public name here.
-
 Items have the shapes the OpenAI Agents SDK stores: user messages, assistant messages,
 reasoning items, and function calls each followed by their output. About 5% of the
-items are *refreshed duplicates*: a later item repeating the id / call_id of an
-earlier call, output or reasoning item with a changed value (what retries and resumed
-runs produce). Texts are 50-2000 characters, some with non-ASCII text, quotes and
-newlines, so encoders meet the escapes real transcripts need.
+items (``DUPLICATE_SHARE``) are *refreshed duplicates*: a later item repeating the id /
+call_id of an earlier call, output or reasoning item with a changed value (what retries
+and resumed runs produce). Texts are 50-2000 characters, some with non-ASCII text,
+quotes and newlines, so encoders meet the escapes real transcripts need.
 
 Two pathological shapes stress paths that are easy to make quadratic:
 ``pending_programs`` (many ``program`` calls that never got an output) and
-``reasoning_run`` (a very long run of reasoning items before one orphan call).
-
-Every generator returns exactly ``n`` items and depends only on ``n`` and ``seed``.
+``reasoning_run`` (a very long run of reasoning items before one orphan call). Every
+generator returns exactly ``n`` items and depends only on ``n`` and ``seed``. Import
+them from ``histcore.testing``, which re-exports every public name here.
 """
 
 from __future__ import annotations

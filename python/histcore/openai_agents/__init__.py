@@ -1,8 +1,7 @@
 """Drop-in accelerator for the OpenAI Agents SDK (``openai-agents``).
 
-``install()`` swaps the SDK's pure-Python history helpers for histcore-backed ones, in
-every SDK module that imported them; results are the SDK's on every input (where
-histcore could answer differently, the SDK's own helper runs)::
+``install()`` swaps the SDK's pure-Python history helpers for histcore's in every SDK
+module that imported them; results are the SDK's on every input::
 
     histcore.openai_agents.install()          # idempotent
     histcore.openai_agents.uninstall()        # every original back
@@ -11,9 +10,8 @@ histcore could answer differently, the SDK's own helper runs)::
 
 Supported: openai-agents >=0.22,<0.25; another release gets a warning, and only helpers
 whose source histcore was tested against are replaced. A replacement takes its own path
-only while nothing its original looks up has been rebound since ``install()``.
-``testing.SDKScriptedModel`` is a network-free ``Model`` for tests. What is replaced and
-why: docs/design.md, "Drop-in accelerator".
+only where its answer is the SDK's and nothing its original looks up was rebound since
+``install()``. Details: docs/design.md, "Drop-in accelerator".
 """
 
 from __future__ import annotations

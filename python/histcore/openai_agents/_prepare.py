@@ -1,20 +1,17 @@
 """The common case of the SDK's ``prepare_input_with_session``, done in batches.
 
 The case: a session that is not an OpenAI conversation, history included in the
-prepared input, and a callable ``session_input_callback`` or none. The SDK's function
-then walks the whole history item by item in Python several times (shallow copies,
-metadata stripping and, with a callback, a deep copy for it, four keys per item, and the
-classification of what it returned). This module takes the same steps, in
-the same order and with the same SDK helpers for anything that is not a plain dict,
-but over whole lists: C-level shallow copies, the engine's deep copy, one key per
-object (``_session_keys``), identity counts instead of reference lists.
+prepared input, and a callable ``session_input_callback`` or none. There the SDK walks
+the history item by item in Python several times (copies, metadata stripping, a deep
+copy for the callback, keys for what it returned). This module takes the same steps, in
+the same order, with the SDK's helpers for anything not a plain dict, over whole lists:
+C-level copies, the engine's deep copy, one key per object (``_session_keys``).
 
-What comes out is the SDK's: the prepared input (orphan pruning with the history
-positions, normalisation, latest-value dedupe) and the items to persist, each the same
-values in the same order; the differential tests run both on generated sessions and
-callbacks. Every other case, and releases whose ``prepare_input_with_session`` is not
-the one this follows (``_versions.BATCH_PREPARE_DIGESTS``), runs the SDK's own function
-(``_prepare_input``).
+Rule: the prepared input and the items to persist are the SDK's, the same values in the
+same order (differential tests over generated sessions and callbacks). Other cases, and
+releases whose function this does not follow (``_versions.BATCH_PREPARE_DIGESTS``), run
+the SDK's own (``_prepare_input``). Details: docs/design.md, "Drop-in accelerator"
+("Fewer copies in the callback path").
 """
 
 from __future__ import annotations

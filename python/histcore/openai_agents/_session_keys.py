@@ -2,18 +2,16 @@
 
 After a ``session_input_callback`` returns, the SDK keys every history copy, new item
 copy and returned item by ``_session_item_key`` (``json.dumps(..., sort_keys=True,
-default=str)`` with metadata keys stripped) and matches returned objects through lists
-scanned by identity. The keys never leave that one call, so within it each object is
-keyed once: by the engine's ``canonical_json`` when every item is a plain tree
-(``plain_tree``; equal canonical bytes exactly when equal SDK text), else by the SDK's
-own text; the kind is decided once per call, so the two never meet. The reference map
-counts identities in a dict (``_build_reference_map`` and ``_consume_reference`` are
-replaced together).
+default=str)`` without metadata keys) and matches returned objects through lists scanned
+by identity. The keys never leave that call, so each object is keyed once: by the
+engine's ``canonical_json`` when every item is a plain tree (``plain_tree``), else by
+the SDK's own text, decided once per call; the reference map counts identities in a
+dict (``_build_reference_map`` and ``_consume_reference`` are replaced together).
 
 Rules: keys are remembered only after the callback returned, text keys only for exact
 dicts whose encoding ran no user code, and the group is replaced only where these names
-have no other users (``_table``: ``private_to``). Details: docs/design.md, "Drop-in accelerator"
-("Session-callback keys").
+have no other users (``_table``: ``private_to``). Details: docs/design.md, "Drop-in
+accelerator" ("Session-callback keys").
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """The SDK's ``_prepare_turn_input_items`` (the model input of every turn), one copy fewer.
 
 The SDK's function copies the caller's input with ``_to_dump_compatible`` (through
-``ItemHelpers.input_to_new_input_list``) and hands that copy to
-``prepare_model_input_items``, which copies every dict again while it normalises
-(``dict(item)``, then a copy without the metadata keys it strips). The first copy is
-read by nothing else. So when the input is an exact list of plain JSON trees and no item
-holds a key the SDK strips, the engine's dump-compatible copy is already what
-normalising returns: new dicts with the same values (other items are the copy's own, as
-the SDK appends them). The runner's items after it are the SDK's, by the SDK's helpers.
+``ItemHelpers.input_to_new_input_list``), and ``prepare_model_input_items`` copies every
+dict of that copy again while it normalises; nothing else reads the first copy. So when
+the input is an exact list of plain JSON trees and no item holds a key the SDK strips,
+the engine's dump-compatible copy is already what normalising returns: new dicts with
+the same values (other items are the copy's own, as the SDK appends them). The runner's
+items after it are the SDK's, by the SDK's helpers.
 
-It takes that path only while nothing the original looks up was rebound (its watch,
-which also follows ``input_to_new_input_list``, reached through the ``ItemHelpers``
-class) and ``ItemHelpers.input_to_new_input_list`` is still the SDK's, and only on
-releases whose ``prepare_model_input_items`` is the one it follows.
+It takes that path only while nothing the original looks up was rebound (its watch also
+follows ``input_to_new_input_list``) and that method is still the SDK's, and only where
+both functions have the source it follows (checked at install). Details: docs/design.md,
+"Drop-in accelerator" ("Fewer copies in the callback path").
 """
 
 from __future__ import annotations

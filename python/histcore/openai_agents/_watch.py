@@ -2,19 +2,16 @@
 
 The SDK's helpers read module globals when they run: ``json.dumps`` through the
 module's ``json``, ``copy.deepcopy``, their own helper functions and constants. A test
-(or a caller) may rebind any of them, ``monkeypatch.setattr(items, "json", fake)`` or
-``monkeypatch.setattr(items, "_coerce_to_dict", failing)``, and the original then sees
-the new object. A replacement that takes its own path would silently ignore that.
+may rebind any of them (``monkeypatch.setattr(items, "_coerce_to_dict", failing)``), and
+the original then sees the new object; a replacement taking its own path would not.
 
 So each replacement carries a ``Watch`` over what its original looks up: every module
-global its code names, followed through the SDK functions it calls (in whatever
-module they live) and into the attributes it names on the standard library modules it
-uses (``json.dumps``, ``copy.deepcopy``). ``install()`` arms the watches once every
-group is bound, noting the object each name holds then; each call compares them by
-identity (the engine's ``NameWatch``: a few dict lookups in Rust, not per-item work)
-and, when any differs, the replacement calls the SDK's original, which then sees the rebinding.
-An unarmed watch (during install, or after a failed one) also sends calls to the
-original.
+global its code names, followed through the SDK functions it calls and into the
+attributes it names of the modules from outside the SDK it uses (``json``, ``copy``).
+``install()`` arms the watches once every group is bound; each call compares the names
+by identity (the engine's ``NameWatch``) and, when any differs or the watch is unarmed
+(during install, or after a failed one), sends the call to the SDK's original, which
+sees the rebinding. Details: docs/design.md, "Drop-in accelerator" ("Rebinding").
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """A scripted model for the OpenAI Agents SDK: deterministic runs without a network.
 
-``SDKScriptedModel`` implements the SDK's ``Model`` interface and answers from the shape
-of its input: a turn ending with a user message gets a reasoning item and one function
-call of ``tool_name`` per ``" and "``-separated part (``"Paris and Rome"``: two calls);
-a turn ending with a function call output gets an assistant message naming how many
-input items the model saw and the last call id.
+``SDKScriptedModel`` implements the SDK's ``Model`` interface (``Runner.run`` and
+``Runner.run_streamed`` both work) and answers from the shape of its input: a turn ending
+with a user message gets a reasoning item and one function call of ``tool_name`` per
+``" and "``-separated part (``"Paris and Rome"``: two calls); a turn ending with a
+function call output gets an assistant message naming how many input items the model
+saw and the last call id.
 
 Ids are counters, so two runs of one conversation give the same items; every
-``placeholder_every``-th answer carries the SDK's ``FAKE_RESPONSES_ID``. With ``record``
-(the default) ``inputs`` holds each call's input as JSON text, so comparing two models'
-``inputs`` tells whether two runs sent the same input. ``Runner.run`` and
-``Runner.run_streamed`` both work. Needs ``pip install 'histcore[openai-agents]'``; an
-example is in the README ("The drop-in for the OpenAI Agents SDK"). Its former name,
-``ScriptedModel`` (that of ``histcore.testing``'s Runner model), warns DeprecationWarning.
+``placeholder_every``-th answer, if a message, has the SDK's ``FAKE_RESPONSES_ID``. With
+``record`` (the default) ``inputs`` holds each call's input as JSON text, to compare what
+two runs sent. Needs ``histcore[openai-agents]``; example: README, "The drop-in for the
+OpenAI Agents SDK". The old name ``ScriptedModel`` warns DeprecationWarning.
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
 """Durable ``RunState`` checkpoints with optimistic concurrency.
 
-A store keeps one checkpoint per key (a conversation, a job, ...) with a version: 0
-means "no checkpoint", each save adds one. Rules: a save names the version it was based
-on (``expected_version``) and succeeds only if that is still the stored one, else it
-raises ``RunStateConflictError`` and leaves the newer checkpoint alone; and a version is
-never issued twice for one key, not even after ``delete_state``::
+One checkpoint per key with a version (0: none; each save adds one). Rules: a save names
+the version it was based on (``expected_version``) and succeeds only if that is still
+the stored one, else ``RunStateConflictError`` and the newer checkpoint stays; a version
+is never issued twice for one key, not even after ``delete_state``::
 
     stored = await store.load_stored_state(agent, "job-7")    # version 3
     result = await Runner.run(agent, stored.state)
     await store.save_state("job-7", result.to_state(), expected_version=stored.version)
 
-Backends: ``MemoryRunStateStore``, ``SQLiteRunStateStore`` and
-``PostgresRunStateStore``, each a RunState's ``to_string()`` text over one of the
-versioned text stores (``histcore.sessions.versioned``), so a load shares nothing with
+``MemoryRunStateStore``, ``SQLiteRunStateStore`` and ``PostgresRunStateStore`` keep the
+``to_string()`` text over ``histcore.sessions.versioned``, so a load shares nothing with
 what was saved. Details: docs/design.md, "RunState and resume" ("Checkpoint stores").
 """
 

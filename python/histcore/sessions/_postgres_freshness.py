@@ -2,17 +2,16 @@
 PostgreSQL: the one freshness rule for that layout (histcore's ``PostgresSession`` and
 the drop-in's reader of the SDK's session both use it).
 
-The SDK bumps nothing on a write, so a reader fingerprints the rows: a ``Stamp`` of the
-session's rows with ``id <= last_id`` (how many, and the exact sum of a 64-bit hash of
-each row's ``(id, xmin)``, which every UPDATE changes; VACUUM FREEZE and VACUUM FULL keep
-it). ``Freshness(messages).probe(session_id, stamp)`` is one statement, one snapshot: it
-recomputes that stamp on the server and returns the rows with ``id > last_id`` in the
-SDK's order ``(created_at, id)``. ``Probe.extends(stamp)``: the held rows are intact
-and the new ones sort after them, so ``rows`` is exactly what to append; otherwise read
-everything again (``read_all``). Every query is ``(sql, params)`` for psycopg
-(``style="format"``) or asyncpg (``"numeric_dollar"``); ``run(execute, query)`` runs one
-through any ``async execute(sql, params) -> rows``. Costs: docs/design.md ("The
-PostgreSQL store").
+The SDK bumps nothing on a write, so a reader keeps a ``Stamp`` of the session's rows
+with ``id <= last_id``: how many, and the exact sum of a 64-bit hash of each row's
+``(id, xmin)`` (``ROW_HASH``; every UPDATE changes it). ``Freshness(messages).probe`` is
+one statement, one snapshot: that stamp recomputed on the server, and the rows with
+``id > last_id`` in the SDK's order ``(created_at, id)``. ``Probe.extends(stamp)``: the
+held rows are intact and the new ones sort after them, so ``rows`` is exactly what to
+append; otherwise read everything again (``read_all``). Statements are ``(sql, params)``
+for psycopg (``style="format"``) or asyncpg (``"numeric_dollar"``); ``run_probe`` and
+``run_whole`` run them through any ``async execute(sql, params) -> rows``. Details:
+docs/design.md, "The PostgreSQL store" ("Freshness").
 """
 
 from __future__ import annotations

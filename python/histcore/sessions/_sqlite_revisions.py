@@ -1,20 +1,17 @@
 """Revisions and op ids of SQLite sessions, in two side tables next to the SDK's.
 
-The SDK's tables are left exactly as they are (its ``SQLiteSession`` goes on reading
-and writing the file); histcore keeps, per (messages table, session)::
+The SDK's tables stay exactly as they are; histcore keeps, per (messages table, session)::
 
     histcore_revisions(messages_table, session_id, revision, last_id, ops)
     histcore_op_ids(messages_table, session_id, op_id, seq)
 
-Both are made by the first write that needs them (in its transaction), so a file made
-before they existed, or by the SDK, is migrated by its first histcore write, and one
-opened read-only reads revision 0 until then. ``last_id`` is the session's newest row
-id after the latest change histcore counted. Row ids are never reused (AUTOINCREMENT),
-so a newest id that differs from it means another program (the SDK's session, an older
-histcore) appended, popped or cleared since: the next histcore transaction counts that
-as one more revision (``record``). Not noticed: a row deleted from the middle of the
-history or rewritten in place by hand. ``ops`` counts the op ids a session applied and
-each op id keeps its number (``seq``): the window is one indexed range delete.
+Both are made by the first write that needs them, in its transaction: a file made before
+them, or by the SDK, is migrated by its first histcore write (opened read-only, it reads
+revision 0 until then). ``last_id`` is the newest row id histcore counted; row ids are
+never reused, so a different newest id means another program appended, popped or
+cleared, and the next histcore transaction counts that as one more revision
+(``record``). ``ops`` counts the op ids applied, each keeping its number (``seq``): the
+window is one range delete. Details: docs/design.md, "History transactions".
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
-"""Versioned text by key, with optimistic concurrency: the persistence under durable
-checkpoints (the runner's ``RunState`` stores keep theirs here, as text).
+"""Versioned text by key, with optimistic concurrency: the runner's ``RunState`` stores
+keep their checkpoints here, as text; a store knows nothing of what its texts hold.
 
-A store keeps one text per key with a version: 0 means "nothing stored", each write
-adds one. Rules: a write names the version it was based on (``expected_version``) and
-succeeds only if that is still the stored one, else it raises ``TextConflictError`` and
-leaves the newer text alone; a version is never issued twice for one key, not even
-after ``delete``::
+One text per key with a version: 0 means "nothing stored", each write adds one. Rules:
+a write names the version it was based on (``expected_version``) and succeeds only if
+that is still the stored one, else it raises ``TextConflictError`` and leaves the newer
+text alone; a version is never issued twice for one key, not even after ``delete``::
 
     stored = await store.read("job-7")                      # StoredText(3, "...")
     await store.write("job-7", new_text, expected_version=stored.version)   # 4
 
 Backends: ``MemoryTextStore``, ``versioned_sqlite.SQLiteTextStore`` and
-``versioned_postgres.PostgresTextStore`` (needs the ``postgres`` extra); a store knows
-nothing of what its texts hold. Errors: ``TextStoreError`` (nothing changed) and its
-subclasses ``TextConflictError`` and ``TextStoreClosedError``. Details: docs/design.md,
-"RunState and resume" ("Checkpoint stores").
+``versioned_postgres.PostgresTextStore`` (the ``postgres`` extra); a ``TextStoreError``
+changes nothing. Details: docs/design.md, "RunState and resume" ("Checkpoint stores").
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``histcore bench --plot``: time against history size, log-log, as a PNG or SVG file.
 
-:func:`draw` works from the JSON documents the command writes, so a script can redraw
-saved runs::
+:func:`draw` takes the JSON documents the command writes, so a script can redraw runs::
 
     import json
     from histcore.cli.bench import plot
@@ -9,10 +8,10 @@ saved runs::
     with open("bench.json") as engine, open("sdk.json") as sdk:
         plot.draw("bench.svg", engine=json.load(engine), sdk=json.load(sdk))
 
-One panel per engine function (Rust engine, pure twin, the SDK's equivalent) and, from
-an ``--openai-agents`` document, the SDK turn plain and installed per store kind;
-:func:`store_figure` draws a ``--store`` document's per-turn curve. matplotlib is
-optional (``histcore[plot]``), imported only here, on the Agg canvas (never pyplot).
+Panels: each engine function (Rust engine, pure twin, the SDK's equivalent) and an
+``--openai-agents`` document's SDK turn per mode and store kind; :func:`store_figure`
+draws a ``--store`` document's curves. matplotlib is optional (``histcore[plot]``),
+imported only here, on the Agg canvas (never pyplot).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``histcore bench --openai-agents``: SDK conversation turns over large sessions.
 
-For each session size (default 10^4 and 10^5 items) it times one turn of the SDK's own
+For each session size (``DEFAULT_SIZES`` unless given) it times one turn of the SDK's own
 ``Runner`` (a scripted model that calls a function tool, then answers; a file
 ``SQLiteSession``; a ``session_input_callback``) plain, under ``install()`` and under
 ``install(guard=True)``, each mode in a process of its own on its own copy of the store
@@ -8,11 +8,10 @@ For each session size (default 10^4 and 10^5 items) it times one turn of the SDK
 (imports and ``install()`` before the clock starts); then plain and installed on the
 other store kinds (``sdk_stores``, ``sdk_store_turns``).
 
-Rule: correctness first. A plain and an installed turn, each on its own copy of the
-store, must leave identical sessions, send identical model inputs and give the same
-output; the guarded turn must send ``repair_input`` of the plain turn's input; a
-mismatch raises ``CorrectnessError``. This module imports the SDK, so the command line
-imports it only for ``--openai-agents``.
+Rule: correctness first. A plain and an installed turn must leave identical sessions,
+send identical model inputs and give the same output; the guarded turn must send
+``repair_input`` of the plain turn's input; a mismatch raises ``CorrectnessError``. The
+command line imports this module (and so the SDK) only for ``--openai-agents``.
 """
 
 from __future__ import annotations

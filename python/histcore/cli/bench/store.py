@@ -4,15 +4,14 @@ Instead of generated histories, the sessions of a session store: a SQLite file (
 SDK's tables or histcore's, which are the same) or a PostgreSQL database (histcore's
 PostgresSession tables or the SDK's SQLAlchemySession ones), read as the doctor reads
 them (``histcore.sessions._store_readers``). Per session it times read, re-read,
-prepare, the engine passes and, with
-``--openai-agents``, one SDK turn plain and installed; then each session's growth curve
-and a verdict (``--plot`` draws them).
+prepare, the engine passes and, with ``--openai-agents``, one SDK turn plain and
+installed; then each session's growth curve and a verdict (``--plot`` draws them).
 
-Rules: nothing in the store is written (SQLite opened read-only, PostgreSQL in read-only
-transactions; the SDK's read runs on a private copy), and every result is checked
-before it is timed: a difference stops the run with exit code 1. This module reads the
-command line; ``store_plan``, ``store_timing`` and ``store_report`` do the rest. What each
-column measures and what is checked: docs/design.md, "Benchmarking stored sessions".
+Rules: nothing in the store is written (read-only connections; the SDK reads a private
+copy), and every result is checked before it is timed: a difference stops the run with
+exit code 1. This module reads the command line; ``store_plan``, ``store_timing`` and
+``store_report`` do the rest. What each column measures and what is checked:
+docs/design.md, "Benchmarking stored sessions".
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
-"""``histcore bench --transactions``: a compaction's write, atomic, against clear-and-rewrite.
+"""``histcore bench --transactions``: a compaction's atomic write against clear-and-rewrite.
 
-On each store (memory, a SQLite file, PostgreSQL with ``--dsn``) and size, a session
-holding that many generated items. Timed, the median of the samples:
+On each store (memory, a SQLite file, PostgreSQL from ``--scratch-dsn`` or a throwaway
+cluster) and size, a session of that many generated items; timed, the median of samples:
 
 - ``replace_suffix``: a compaction's write as one transaction (the last ``REPLACED``
   items become ``SUMMARY`` items, checked against the revision read before);
-- ``clear + add``: what a compaction does over a store without that hook (the SDK's
-  ``OpenAIResponsesCompactionSession`` clears the session and adds the whole new
-  history): the same result, not atomic;
+- ``clear + add``: the same result over a store without that hook, as the SDK's
+  ``OpenAIResponsesCompactionSession`` writes it (clear, then add all): not atomic;
 - ``transcript``: ``transcript()`` of a ``keep_replaced=True`` session after such a
-  replacement (every item ever stored), beside ``get_items`` of the same session.
+  replacement, beside ``get_items`` of the same session.
 
 Every sample starts from the full session, restored (and read, as a compaction reads
-before it writes) outside the clock.
+before it writes) outside the clock. Details: docs/benchmarks.md, "History transactions".
 """
 
 from __future__ import annotations
