@@ -255,8 +255,8 @@ def test_sigterm_stops_and_deletes_a_throwaway_cluster() -> None:
     pytest.importorskip("psycopg")
     child = (
         "import sys, time\n"
-        "from histcore.cli.bench import command, sdk_postgres\n"
-        "with command.ended_by_sigterm(), sdk_postgres.postgres_server(None, True) as s:\n"
+        "from histcore.cli.bench import sdk_postgres, signals\n"
+        "with signals.ended_by_sigterm(), sdk_postgres.postgres_server(None, True) as s:\n"
         "    print('dsn', s.dsn, s.reason, file=sys.stderr, flush=True)\n"
         "    time.sleep(120)\n"
     )

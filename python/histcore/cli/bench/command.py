@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Collection
 from typing import TextIO
 
 from histcore.cli.bench.engine import (
@@ -27,9 +23,10 @@ from histcore.cli.bench.engine import (
 from histcore.cli.bench.environment import Environment
 from histcore.cli.bench.outputs import output_problem, plot_problem
 from histcore.cli.bench.report import LINEARITY_LIMIT, render, to_json
+from histcore.cli.bench.signals import ended_by_sigterm
 from histcore.cli.bench.units import format_seconds, size_label
 
-__all__ = ["DESCRIPTION", "HELP", "add_arguments", "ended_by_sigterm", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 # The pathological shapes need a few items of structure; generated histories live in
 # memory (about 1 KB per item, more while copying).
@@ -361,27 +358,6 @@ def _run_transactions(
         )
     except ValueError as exc:
         return _fail(str(exc))
-
-
-@contextmanager
-def ended_by_sigterm() -> Iterator[None]:
-    """Within it, SIGTERM ends the program through every ``finally`` (``SystemExit``),
-    as Ctrl-C does, instead of on the spot: temporary copies of a store (yours, with
-    ``--store``) are removed, a throwaway PostgreSQL cluster is stopped and deleted, and
-    timing processes are ended. Only the main thread can set a handler; elsewhere
-    nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminate(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,9 +18,11 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import count
+
+from histcore.cli.bench.signals import signals_held
 
 __all__ = ["Server", "postgres_server"]
 
@@ -102,9 +104,28 @@ def _cluster(workdir: str | None) -> Iterator[Server]:
     if reason is not None:
         yield Server(None, reason)
         return
-    top = tempfile.mkdtemp(prefix="histcore-bench-pg-", dir=workdir)
-    data = os.path.join(top, "data")
-    log = os.path.join(top, "server.log")
+    top: str | None = None
+    started = False
+    try:
+        # Signals wait until the folder and the server are made and recorded, so that the
+        # ``finally`` removes them (a pg_ctl ended while it starts a server leaves it up).
+        with signals_held():
+            top = tempfile.mkdtemp(prefix="histcore-bench-pg-", dir=workdir)
+            server, started = _start(top)
+        yield server
+    finally:
+        if top is not None:
+            if started:
+                with suppress(OSError, subprocess.SubprocessError):  # the folder goes anyway
+                    stop = ["pg_ctl", "-D", os.path.join(top, "data"), "-w", "-m", "immediate"]
+                    _run([*stop, "stop"], os.path.join(top, "server.log"))
+            shutil.rmtree(top, ignore_errors=True)
+
+
+def _start(top: str) -> tuple[Server, bool]:
+    """Make and start a cluster in the folder ``top``: its server, and whether it was
+    started (a server that could not be made names why)."""
+    data, log = os.path.join(top, "data"), os.path.join(top, "server.log")
     os.chmod(top, 0o755)  # nobody, who runs the server, must reach data/
     os.mkdir(data, 0o700)
     open(log, "w").close()
@@ -128,20 +149,9 @@ def _cluster(workdir: str | None) -> Iterator[Server]:
         admin = f"postgresql://{_ROLE}@127.0.0.1:{port}/postgres"
         with psycopg.connect(admin, autocommit=True) as connection:
             connection.execute(f"CREATE DATABASE {_DATABASE}")
-        server = Server(f"postgresql://{_ROLE}@127.0.0.1:{port}/{_DATABASE}")
-    except (OSError, subprocess.SubprocessError, ImportError) as exc:
-        server = Server(None, f"could not start a throwaway PostgreSQL ({exc})")
-    except Exception as exc:  # psycopg's errors: the database could not be made
-        server = Server(None, f"could not start a throwaway PostgreSQL ({exc})")
-    try:
-        yield server
-    finally:
-        if started:
-            try:
-                _run(["pg_ctl", "-D", data, "-w", "-m", "immediate", "stop"], log)
-            except (OSError, subprocess.SubprocessError):
-                pass  # the directory goes anyway
-        shutil.rmtree(top, ignore_errors=True)
+        return Server(f"postgresql://{_ROLE}@127.0.0.1:{port}/{_DATABASE}"), True
+    except Exception as exc:  # OSError, SubprocessError, ImportError, psycopg's errors
+        return Server(None, f"could not start a throwaway PostgreSQL ({exc})"), started
 
 
 @contextmanager

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from histcore.cli.bench import memory
+from histcore.cli.bench.signals import signals_held
 
 if TYPE_CHECKING:
     from histcore.openai_agents import Installation
@@ -473,7 +474,8 @@ def time_modes(kind: StoreKind, places: dict[str, Place], repeat: int) -> dict[s
     processes: dict[str, _Process] = {}
     try:
         for mode, place in places.items():
-            processes[mode] = _Process(kind, place, mode)
+            with signals_held():  # a process started is one the ``finally`` ends
+                processes[mode] = _Process(kind, place, mode)
         for process in processes.values():  # the untimed turns, all at once
             if process.reply() != "ready":
                 raise process.failure()
