@@ -20,6 +20,7 @@ from histcore.cli import main
 from histcore.cli.bench import command, sdk_postgres, sdk_store_turns, sdk_stores
 from histcore.cli.bench.sdk_conversation import CorrectnessError, render, run_benchmark, to_json
 from histcore.cli.bench.sdk_stores import KINDS, Checked
+from tests.support.processes import running_with
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = 20
@@ -219,19 +220,6 @@ def _terminated(
         return child.returncode, err.read()
 
 
-def _running_with(text: str) -> list[str]:
-    """The command lines of this machine's processes that mention ``text``."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in line:
-            found.append(line)
-    return found
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigterm_ends_the_bench_through_its_cleanup(tmp_path: Path) -> None:
     """Its store copies removed and its timing processes ended, as after Ctrl-C."""
@@ -243,7 +231,7 @@ def test_sigterm_ends_the_bench_through_its_cleanup(tmp_path: Path) -> None:
     code, stderr = _terminated(command, tmp_path, lambda text: "a process each" in text)
     assert code == 128 + 15, stderr
     assert list(tmp_path.iterdir()) == [], "the bench's temporary directory is gone"
-    assert _running_with(str(tmp_path)) == [], "no timing process is left"
+    assert running_with(str(tmp_path)) == [], "no timing process is left"
 
 
 def test_sigterm_stops_and_deletes_a_throwaway_cluster() -> None:
@@ -268,7 +256,7 @@ def test_sigterm_stops_and_deletes_a_throwaway_cluster() -> None:
         assert "dsn postgresql://" in stderr, "a cluster was started"
         assert code == 128 + 15, stderr
         assert list(top.iterdir()) == [], "the cluster's directory is gone"
-        assert _running_with(str(top)) == [], "its server is stopped"
+        assert running_with(str(top)) == [], "its server is stopped"
     finally:
         shutil.rmtree(top, ignore_errors=True)
 

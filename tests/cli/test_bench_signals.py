@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import running_with
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
@@ -27,19 +29,6 @@ def _run_script(script: str, tmp: Path) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
-
-
-def _running_with(text: str) -> list[str]:
-    """The command lines of this machine's processes that mention ``text``."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in line:
-            found.append(line)
-    return found
 
 
 @pytest.mark.parametrize(("name", "ends_as"), [("SIGTERM", "exit 143"), ("SIGINT", "interrupted")])
@@ -88,7 +77,7 @@ with signals.ended_by_sigterm():
 """
     try:
         assert _run_script(script, tmp_path) == ["exit 143 [True]"]
-        assert _running_with(marker) == [], "the timing process is ended"
+        assert running_with(marker) == [], "the timing process is ended"
     finally:
         subprocess.run(["pkill", "-f", marker], check=False)
 
@@ -119,7 +108,7 @@ with signals.ended_by_sigterm():
     try:
         assert _run_script(script, top) == ["exit 143"]
         assert list(top.iterdir()) == [], "the cluster's folder is removed"
-        assert _running_with(str(top)) == [], "its server is stopped"
+        assert running_with(str(top)) == [], "its server is stopped"
     finally:
         subprocess.run(["pkill", "-f", str(top)], check=False)
         shutil.rmtree(top, ignore_errors=True)
