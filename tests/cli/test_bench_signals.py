@@ -52,11 +52,22 @@ with signals.ended_by_sigterm():
     assert _run_script(script, tmp_path) == ["the block goes on", ends_as]
 
 
-def test_a_timing_process_started_as_sigterm_arrives_is_ended(tmp_path: Path) -> None:
-    """The process is started, SIGTERM arrives before ``time_modes`` holds it: it is
-    ended all the same (it was left running, and this test failed, before
-    ``signals_held``)."""
-    marker = f"histcore-test-sleeper-{os.getpid()}"
+#: Each way the bench starts a timing process, as a call in the test's script.
+STARTS = {
+    "time_modes": (
+        'places = {"plain": sdk_stores.Place(path=sys.argv[1] + "/store.db")}\n'
+        'sdk_stores.time_modes(sdk_stores.KINDS["sqlite"], places, 1)'
+    ),
+    "run_process": 'signals.run_process([sys.executable, "-c", "pass"])',
+}
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+def test_a_timing_process_started_as_sigterm_arrives_is_ended(tmp_path: Path, start: str) -> None:
+    """The process is started, SIGTERM arrives before the bench holds it: it is ended
+    all the same (it was left running, and this test failed, before ``signals_held``)."""
+    marker = f"histcore-test-sleeper-{os.getpid()}-{start}"
+    call = STARTS[start].replace("\n", "\n        ")
     script = f"""
 import os, signal, subprocess, sys
 from histcore.cli.bench import sdk_stores, signals
@@ -68,10 +79,9 @@ def popen(command, **options):
     os.kill(os.getpid(), signal.SIGTERM)
     return started[-1]
 subprocess.Popen = popen
-places = {{"plain": sdk_stores.Place(path=sys.argv[1] + "/store.db")}}
 with signals.ended_by_sigterm():
     try:
-        sdk_stores.time_modes(sdk_stores.KINDS["sqlite"], places, 1)
+        {call}
     except SystemExit as exit:
         print("exit", exit.code, [child.poll() is not None for child in started], flush=True)
 """

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ from histcore.cli.bench.sdk_turn import (
     quiet_guard,
     run_turn,
 )
+from histcore.cli.bench.signals import run_process
 from histcore.cli.bench.timing import Timing
 from histcore.cli.bench.units import format_seconds, size_label
 from histcore.items import repair_input
@@ -285,12 +285,7 @@ def _first_turn(store: str, mode: str, workdir: str, tracing_ready: bool) -> tup
     shutil.copyfile(store, path)
     setup = "tracing-ready" if tracing_ready else "nothing-ready"
     try:
-        completed = subprocess.run(
-            [sys.executable, "-c", _FIRST_TURN, path, mode, setup],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        completed = run_process([sys.executable, "-c", _FIRST_TURN, path, mode, setup])
     finally:
         os.remove(path)
     if completed.returncode != 0:

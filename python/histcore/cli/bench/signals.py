@@ -4,18 +4,20 @@ starting something it must clean up.
 ``ended_by_sigterm`` makes SIGTERM end the program as Ctrl-C does, through every
 ``finally``. ``signals_held`` makes SIGTERM and SIGINT wait while a process or a server
 is started and recorded for cleanup: one that arrived then ends the program once the
-record is made, instead of leaving a process nobody will end.
+record is made, instead of leaving a process nobody will end. ``run_process`` is
+``subprocess.run`` with its start held so.
 """
 
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["ended_by_sigterm", "signals_held"]
+__all__ = ["ended_by_sigterm", "run_process", "signals_held"]
 
 #: The signals ``signals_held`` holds: a terminal's Ctrl-C and a plain ``kill``.
 ENDING = (signal.SIGINT, signal.SIGTERM)
@@ -66,3 +68,21 @@ def signals_held() -> Iterator[None]:
             signal.signal(signum, handler)
         for waited in dict.fromkeys(arrived):
             signal.raise_signal(waited)
+
+
+def run_process(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(command, capture_output=True, text=True)``, but a process
+    started as the program is interrupted is ended too (its start is held)."""
+    child: subprocess.Popen[str] | None = None
+    try:
+        with signals_held():
+            child = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        stdout, stderr = child.communicate()
+    except BaseException:
+        if child is not None:
+            child.kill()
+            child.communicate()
+        raise
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
