@@ -200,10 +200,12 @@ def _terminated(
     ``ready`` holds of its stderr so far; its exit code and its stderr."""
     import signal
     import subprocess
+    import tempfile
     import time
 
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    with open(tmp_path.parent / f"{tmp_path.name}.stderr", "w+", encoding="utf-8") as err:
+    # Not in tmp_path, which must be left empty; a file without a name leaves nothing.
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
         child = subprocess.Popen(command, stderr=err, text=True, env=env)
         try:
             deadline = time.monotonic() + 120
